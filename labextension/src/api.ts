@@ -1,11 +1,11 @@
 /**
  * REST client for the prime_kernel server extension (docs/architecture.md).
- * Uses ServerConnection.makeRequest, which adds auth token and XSRF headers.
+ * ServerConnection.makeRequest adds the auth token and XSRF headers.
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import { ISession } from './model';
+import { IEvent, IModels, INewSession, ISession } from './model';
 
 export class PrimeAPIError extends Error {
   constructor(
@@ -13,23 +13,31 @@ export class PrimeAPIError extends Error {
     readonly status: number
   ) {
     super(message);
+    this.name = 'PrimeAPIError';
   }
+}
+
+function query(params: Record<string, string | number | undefined | null>): string {
+  const parts = Object.entries(params)
+    .filter(([, v]) => v !== undefined && v !== null && v !== '')
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
+  return parts.length ? `?${parts.join('&')}` : '';
 }
 
 export class PrimeAPI {
   constructor(readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {}
 
   url(...parts: string[]): string {
-    return URLExt.join(this.settings.baseUrl, 'api/prime', ...parts);
+    return URLExt.join(this.settings.baseUrl, 'api/prime', ...parts.map(encodeURIComponent));
   }
 
-  async request<T>(path: string[], init: RequestInit = {}, query = ''): Promise<T> {
-    const url = this.url(...path) + query;
+  async request<T>(path: string[], init: RequestInit = {}, q = ''): Promise<T> {
+    const url = this.url(...path) + q;
     let response: Response;
     try {
       response = await ServerConnection.makeRequest(url, init, this.settings);
     } catch (err) {
-      throw new PrimeAPIError(`Cannot reach the server: ${err}`, 0);
+      throw new PrimeAPIError(`cannot reach the server (${(err as Error).message || err})`, 0);
     }
     const text = await response.text();
     let data: any = null;
@@ -49,8 +57,69 @@ export class PrimeAPI {
     return data as T;
   }
 
-  async listSessions(): Promise<ISession[]> {
-    const data = await this.request<{ sessions: ISession[] }>(['sessions']);
+  private _json(method: string, body?: unknown): RequestInit {
+    const init: RequestInit = { method };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers = { 'Content-Type': 'application/json' };
+    }
+    return init;
+  }
+
+  async listSessions(filters: { state?: string; root?: string } = {}): Promise<ISession[]> {
+    const data = await this.request<{ sessions: ISession[] }>(['sessions'], {}, query(filters));
     return (data && data.sessions) || [];
+  }
+
+  getSession(id: string): Promise<ISession> {
+    return this.request<ISession>(['sessions', id]);
+  }
+
+  createSession(body: INewSession): Promise<ISession> {
+    return this.request<ISession>(['sessions'], this._json('POST', body));
+  }
+
+  cancelSession(id: string): Promise<{ cancelled: string[]; already_ended: boolean }> {
+    return this.request(['sessions', id], { method: 'DELETE' });
+  }
+
+  async events(id: string, after = 0): Promise<IEvent[]> {
+    const data = await this.request<{ events: IEvent[] }>(
+      ['sessions', id, 'events'],
+      {},
+      query({ after: after || undefined })
+    );
+    return (data && data.events) || [];
+  }
+
+  sendMessage(id: string, message: string): Promise<unknown> {
+    return this.request(['sessions', id, 'messages'], this._json('POST', { message }));
+  }
+
+  interrupt(id: string): Promise<unknown> {
+    return this.request(['sessions', id, 'interrupt'], this._json('POST', {}));
+  }
+
+  models(): Promise<IModels> {
+    return this.request<IModels>(['models']);
+  }
+
+  /** The session's trajectory as an nbformat v4 notebook (see NEEDS.md). */
+  exportNotebook(id: string): Promise<Record<string, unknown>> {
+    return this.request(['sessions', id, 'export']);
+  }
+
+  /** Whether the harness endpoints exist (GET /api/prime/harness answers 200). */
+  async harnessAvailable(): Promise<boolean> {
+    try {
+      await this.request(['harness']);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  refine(sessionId: string): Promise<unknown> {
+    return this.request(['harness', 'refine'], this._json('POST', { session_id: sessionId }));
   }
 }

@@ -1,21 +1,399 @@
 import {
-  ILabShell,
+  ILayoutRestorer,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
+import {
+  CommandToolbarButton,
+  Dialog,
+  ICommandPalette,
+  InputDialog,
+  MainAreaWidget,
+  showDialog,
+  showErrorMessage,
+  WidgetTracker
+} from '@jupyterlab/apputils';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import {
+  addIcon,
+  buildIcon,
+  closeIcon,
+  consoleIcon,
+  downloadIcon,
+  refreshIcon,
+  stopIcon
+} from '@jupyterlab/ui-components';
+import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
+import { Widget } from '@lumino/widgets';
 
+import { IAgentActions } from './actions';
 import { PrimeAPI } from './api';
+import { agentsIcon } from './icons';
+import { ISession, isTerminal, sessionLabel } from './model';
 import { AgentsPanel } from './panel';
+import { SessionView } from './session';
+import { AgentsStore } from './store';
+
+export namespace CommandIDs {
+  export const openAgents = 'prime-kernel:open-agents';
+  export const newAgent = 'prime-kernel:new-agent';
+  export const refresh = 'prime-kernel:refresh';
+  export const openSession = 'prime-kernel:open-session';
+  export const interrupt = 'prime-kernel:interrupt';
+  export const cancel = 'prime-kernel:cancel';
+  export const openConsole = 'prime-kernel:open-console';
+  export const exportNotebook = 'prime-kernel:export-notebook';
+  export const refine = 'prime-kernel:refine';
+  export const sendMessage = 'prime-kernel:send-message';
+}
+
+const PALETTE_CATEGORY = 'Prime Agents';
+
+function slug(text: string): string {
+  return (
+    text
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40) || 'agent'
+  );
+}
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'prime-kernel:plugin',
-  description: 'Agents panel for prime_kernel sessions.',
+  description: 'The Agents panel: prime_kernel agent sessions, their trajectories and controls.',
   autoStart: true,
-  optional: [ILabShell],
-  activate: (app: JupyterFrontEnd) => {
-    const api = new PrimeAPI(app.serviceManager.serverSettings);
-    const panel = new AgentsPanel(api);
-    app.shell.add(panel, 'left', { rank: 600 });
+  requires: [IRenderMimeRegistry],
+  optional: [ILayoutRestorer, ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    rendermime: IRenderMimeRegistry,
+    restorer: ILayoutRestorer | null,
+    palette: ICommandPalette | null
+  ) => {
+    const { commands, shell, serviceManager } = app;
+    const api = new PrimeAPI(serviceManager.serverSettings);
+    const store = new AgentsStore(api, { events: serviceManager.events });
+    const tracker = new WidgetTracker<MainAreaWidget<SessionView>>({
+      namespace: 'prime-kernel-session'
+    });
+    let harness = false;
+
+    /** The session a command applies to: args.id, the row under the context menu, or the current view. */
+    const resolve = (args: ReadonlyPartialJSONObject): ISession | undefined => {
+      let id = typeof args.id === 'string' ? args.id : undefined;
+      if (!id) {
+        const row = app.contextMenuHitTest(n => n.classList.contains('jp-PrimeAgents-row'));
+        id = row?.dataset.sessionId;
+      }
+      if (!id) {
+        const current = tracker.currentWidget;
+        if (current && shell.currentWidget === current) {
+          id = current.content.sessionId;
+        }
+      }
+      return id ? store.get(id) : undefined;
+    };
+
+    const actions: IAgentActions = {
+      openSession: (id: string) => {
+        void commands.execute(CommandIDs.openSession, { id });
+      },
+      openConsole: async (s: ISession) => {
+        if (!s.kernel_id) {
+          await showErrorMessage('No kernel', `Session ${s.id} has no running kernel.`);
+          return;
+        }
+        await commands.execute('console:create', {
+          name: `Agent: ${sessionLabel(s, 5)}`,
+          kernelPreference: {
+            id: s.kernel_id,
+            shouldStart: true,
+            canStart: true,
+            autoStartDefault: false,
+            shutdownOnDispose: false
+          },
+          activate: true
+        });
+      },
+      exportNotebook: async (s: ISession) => {
+        const nb = await api.exportNotebook(s.id);
+        const base = `${slug(sessionLabel(s, 6))}-${s.id}`;
+        const contents = serviceManager.contents;
+        let path = `${base}.ipynb`;
+        for (let i = 1; i < 100; i++) {
+          try {
+            await contents.get(path, { content: false });
+            path = `${base}-${i}.ipynb`;
+          } catch {
+            break; // does not exist: free
+          }
+        }
+        try {
+          await contents.save(path, { type: 'notebook', format: 'json', content: nb });
+        } catch (err) {
+          // No writable contents: download it instead.
+          const blob = new Blob([JSON.stringify(nb, null, 1)], { type: 'application/x-ipynb+json' });
+          const a = document.createElement('a');
+          a.href = URL.createObjectURL(blob);
+          a.download = path;
+          document.body.appendChild(a);
+          a.click();
+          a.remove();
+          setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+          return;
+        }
+        await commands.execute('docmanager:open', { path });
+      },
+      cancel: async (s: ISession) => {
+        const running = store.sessions.filter(
+          c => c.root_id === s.root_id && c.id !== s.id && !isTerminal(c.state)
+        ).length;
+        const result = await showDialog({
+          title: 'Cancel agent?',
+          body: `Cancel “${sessionLabel(s)}”${running ? ` and its sub-agents` : ''}? This cannot be undone.`,
+          buttons: [
+            Dialog.cancelButton({ label: 'Keep running' }),
+            Dialog.warnButton({ label: 'Cancel agent' })
+          ]
+        });
+        if (!result.button.accept) {
+          return;
+        }
+        await api.cancelSession(s.id);
+        await store.refresh();
+      },
+      interrupt: async (s: ISession) => {
+        await api.interrupt(s.id);
+        void store.requestRefresh();
+      },
+      refine: async (s: ISession) => {
+        const result = await api.refine(s.id);
+        await showDialog({
+          title: 'Harness refinement',
+          body: new Widget({
+            node: Object.assign(document.createElement('pre'), {
+              className: 'jp-PrimeRefineResult',
+              textContent: JSON.stringify(result, null, 2)
+            })
+          }),
+          buttons: [Dialog.okButton()]
+        });
+      }
+    };
+
+    const guard =
+      (title: string, fn: (s: ISession) => Promise<void>) =>
+      async (args: ReadonlyPartialJSONObject) => {
+        const s = resolve(args);
+        if (!s) {
+          return;
+        }
+        try {
+          await fn(s);
+        } catch (err) {
+          await showErrorMessage(title, (err as Error).message || String(err));
+        }
+      };
+
+    // -- the side panel ---------------------------------------------------
+    const panel = new AgentsPanel(store, actions);
+    shell.add(panel, 'left', { rank: 600, type: 'Agents' });
+    if (restorer) {
+      restorer.add(panel, 'prime-kernel-agents');
+      void restorer.restore(tracker, {
+        command: CommandIDs.openSession,
+        args: w => ({ id: w.content.sessionId }),
+        name: w => w.content.sessionId
+      });
+    }
+    void store.harnessAvailable().then(ok => {
+      harness = ok;
+      commands.notifyCommandChanged(CommandIDs.refine);
+    });
+    store.changed.connect(() => {
+      for (const id of [CommandIDs.interrupt, CommandIDs.cancel, CommandIDs.openConsole, CommandIDs.sendMessage]) {
+        commands.notifyCommandChanged(id);
+      }
+    });
+
+    // -- commands ---------------------------------------------------------
+    commands.addCommand(CommandIDs.openAgents, {
+      label: 'Open Agents Panel',
+      caption: 'Show the Prime agent sessions',
+      icon: args => (args.isPalette ? undefined : agentsIcon),
+      execute: () => shell.activateById(panel.id)
+    });
+    commands.addCommand(CommandIDs.newAgent, {
+      label: 'New Agent…',
+      caption: 'Start a new root agent',
+      icon: args => (args.isPalette ? undefined : addIcon),
+      execute: () => {
+        shell.activateById(panel.id);
+        panel.showForm(true);
+      }
+    });
+    commands.addCommand(CommandIDs.refresh, {
+      label: 'Refresh Agents',
+      icon: args => (args.isPalette ? undefined : refreshIcon),
+      execute: async () => {
+        await store.refresh();
+        const current = tracker.currentWidget;
+        if (current) {
+          await current.content.refresh();
+        }
+      }
+    });
+    commands.addCommand(CommandIDs.openSession, {
+      label: args => (args.id ? `Open Agent ${args.id}` : 'Open Agent'),
+      execute: args => {
+        const id = (args.id as string) || resolve(args)?.id;
+        if (!id) {
+          return;
+        }
+        const existing = tracker.find(w => w.content.sessionId === id);
+        if (existing) {
+          shell.activateById(existing.id);
+          return existing;
+        }
+        const content = new SessionView({
+          sessionId: id,
+          store,
+          api,
+          rendermime,
+          openSession: actions.openSession
+        });
+        const widget = new MainAreaWidget({ content });
+        widget.id = `prime-kernel-session-${id}`;
+        widget.title.icon = agentsIcon;
+        widget.title.closable = true;
+        content.title.changed.connect(() => {
+          widget.title.label = content.title.label;
+          widget.title.caption = content.title.caption;
+        });
+        widget.title.label = content.title.label || `Agent ${id}`;
+        const button = (cmd: string, label: string) =>
+          new CommandToolbarButton({ commands, id: cmd, args: { id }, label });
+        widget.toolbar.addItem('interrupt', button(CommandIDs.interrupt, 'Interrupt'));
+        widget.toolbar.addItem('cancel', button(CommandIDs.cancel, 'Cancel'));
+        widget.toolbar.addItem('console', button(CommandIDs.openConsole, 'Console'));
+        widget.toolbar.addItem('export', button(CommandIDs.exportNotebook, 'Export'));
+        widget.toolbar.addItem('refine', button(CommandIDs.refine, 'Refine'));
+        widget.toolbar.addItem(
+          'refresh',
+          new CommandToolbarButton({ commands, id: CommandIDs.refresh, label: '' })
+        );
+        void tracker.add(widget);
+        shell.add(widget, 'main');
+        shell.activateById(widget.id);
+        return widget;
+      }
+    });
+    const sessionCommand = (
+      id: string,
+      opts: {
+        label: string;
+        caption: string;
+        icon: any;
+        enabled: (s: ISession) => boolean;
+        visible?: () => boolean;
+        run: (s: ISession) => Promise<void>;
+      }
+    ) =>
+      commands.addCommand(id, {
+        label: opts.label,
+        caption: opts.caption,
+        icon: args => (args.isPalette ? undefined : opts.icon),
+        isEnabled: args => {
+          const s = resolve(args);
+          return !!s && opts.enabled(s);
+        },
+        isVisible: opts.visible ? () => opts.visible!() : undefined,
+        execute: guard(opts.label, opts.run)
+      });
+    sessionCommand(CommandIDs.interrupt, {
+      label: 'Interrupt Agent',
+      caption: 'Interrupt the running turn of this agent',
+      icon: stopIcon,
+      enabled: s => s.state === 'RUNNING',
+      run: actions.interrupt
+    });
+    sessionCommand(CommandIDs.cancel, {
+      label: 'Cancel Agent',
+      caption: 'Cancel this agent and its sub-agents',
+      icon: closeIcon,
+      enabled: s => !isTerminal(s.state),
+      run: actions.cancel
+    });
+    sessionCommand(CommandIDs.openConsole, {
+      label: 'Open Agent Console',
+      caption: "Attach a console to this agent's kernel (co-work in its namespace)",
+      icon: consoleIcon,
+      enabled: s => !!s.kernel_id && !isTerminal(s.state) && s.state !== 'INACTIVE',
+      run: actions.openConsole
+    });
+    sessionCommand(CommandIDs.exportNotebook, {
+      label: 'Export Agent as Notebook',
+      caption: 'Export the trajectory as a notebook and open it',
+      icon: downloadIcon,
+      enabled: () => true,
+      run: actions.exportNotebook
+    });
+    sessionCommand(CommandIDs.refine, {
+      label: 'Refine Harness from Agent',
+      caption: "Turn this agent's trajectory into harness edits",
+      icon: buildIcon,
+      enabled: () => harness,
+      visible: () => harness,
+      run: actions.refine
+    });
+    sessionCommand(CommandIDs.sendMessage, {
+      label: 'Message Agent…',
+      caption: 'Send a message to this agent',
+      icon: undefined,
+      enabled: s => !isTerminal(s.state),
+      run: async s => {
+        const result = await InputDialog.getText({
+          title: `Message “${sessionLabel(s, 5)}”`,
+          placeholder: 'Your message'
+        });
+        if (result.button.accept && result.value && result.value.trim()) {
+          await api.sendMessage(s.id, result.value.trim());
+        }
+      }
+    });
+
+    // -- palette and context menu ----------------------------------------
+    if (palette) {
+      for (const command of [
+        CommandIDs.openAgents,
+        CommandIDs.newAgent,
+        CommandIDs.refresh,
+        CommandIDs.interrupt,
+        CommandIDs.cancel,
+        CommandIDs.openConsole,
+        CommandIDs.exportNotebook,
+        CommandIDs.sendMessage,
+        CommandIDs.refine
+      ]) {
+        palette.addItem({ command, category: PALETTE_CATEGORY, args: { isPalette: true } });
+      }
+    }
+    const selector = '.jp-PrimeAgents-row';
+    let rank = 0;
+    for (const command of [
+      CommandIDs.openSession,
+      CommandIDs.sendMessage,
+      CommandIDs.interrupt,
+      CommandIDs.cancel,
+      CommandIDs.openConsole,
+      CommandIDs.exportNotebook,
+      CommandIDs.refine
+    ]) {
+      app.contextMenu.addItem({ command, selector, rank: rank++ });
+    }
+
+    void store.refresh();
   }
 };
 
