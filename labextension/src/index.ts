@@ -104,8 +104,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
           await showErrorMessage('No kernel', `Session ${s.id} has no running kernel.`);
           return;
         }
+        const view = tracker.find(w => w.content.sessionId === s.id);
         await commands.execute('console:create', {
           name: `Agent: ${sessionLabel(s, 5)}`,
+          ...(view && view.isAttached ? { ref: view.id, insertMode: 'split-bottom' } : {}),
           kernelPreference: {
             id: s.kernel_id,
             shouldStart: true,

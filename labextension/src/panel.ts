@@ -239,7 +239,7 @@ export class AgentsPanel extends Panel {
     }
     const active = this.store.sessions.filter(s => !isTerminal(s.state)).length;
     this._footer.textContent = this.store.sessions.length
-      ? `${this.store.sessions.length} sessions · ${active} active · ${formatTokens(tokens)} tok · ${formatCost(cost)}`
+      ? `${this.store.sessions.length} session${this.store.sessions.length === 1 ? '' : 's'} · ${active} active · ${formatTokens(tokens)} tok · ${formatCost(cost)}`
       : '';
   }
 

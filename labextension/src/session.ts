@@ -233,7 +233,7 @@ export class SessionView extends Panel {
       'div',
       { className: 'jp-PrimeSession-meta' },
       h('span', {}, s.kind === 'notebook' ? `notebook ${s.notebook_path || ''}` : s.model || ''),
-      h('span', { title: 'elapsed' }, `⏱ ${formatElapsed(elapsedSeconds(s))}`),
+      h('span', { title: 'elapsed' }, `elapsed ${formatElapsed(elapsedSeconds(s))}`),
       h(
         'span',
         { title: 'own usage' },
@@ -423,7 +423,7 @@ export function renderEvent(
         ev.preventDefault();
         openSession(String(d.child_id));
       });
-      item.addWidget(head('⑂ spawned sub-agent ', link));
+      item.addWidget(head('spawned sub-agent ', link));
       if (d.prompt) {
         item.addWidget(text('jp-PrimeEvent-prompt', String(d.prompt)));
       }
@@ -443,7 +443,7 @@ export function renderEvent(
             return a;
           })()
         : who;
-      item.addWidget(head(incoming ? '✉ from ' : '✉ to ', whoNode));
+      item.addWidget(head(incoming ? 'message from ' : 'message to ', whoNode));
       item.addWidget(text('jp-PrimeEvent-message', String(d.message ?? '')));
       break;
     }
