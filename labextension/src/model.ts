@@ -172,8 +172,11 @@ export function elapsedSeconds(s: ISession, nowMs: number = Date.now()): number 
   if (start === null) {
     return null;
   }
-  const end = toMillis(s.ended) ?? (isTerminal(s.state) ? start : nowMs);
-  return Math.max(0, (end - start) / 1000);
+  const ended = toMillis(s.ended);
+  if (ended === null && isTerminal(s.state)) {
+    return null; // ended, but we do not know when: do not keep ticking
+  }
+  return Math.max(0, ((ended ?? nowMs) - start) / 1000);
 }
 
 // ---------------------------------------------------------------------------
