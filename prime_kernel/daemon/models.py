@@ -1,0 +1,198 @@
+"""The model gateway: the one place that imports litellm (it takes seconds to import).
+
+Everything the daemon asks of a model goes through `ModelGateway`: validation before any kernel
+starts, completion with usage and cost, and whether a model takes native tool calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ModelError
+
+_import_lock = threading.Lock()
+_litellm: Any = None
+
+CUSTOM_PROVIDERS = ("scripted", "local")
+
+
+def import_litellm() -> Any:
+    """Import litellm once per process, offline, with our custom providers registered."""
+    global _litellm
+    with _import_lock:
+        if _litellm is None:
+            # Before the import: never reach for the network for the price map.
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+            os.environ.setdefault("LITELLM_LOG", "ERROR")
+            import litellm
+
+            litellm.suppress_debug_info = True
+            litellm.telemetry = False
+            from ..models import scripted
+
+            providers = [p for p in litellm.custom_provider_map if p["provider"] != "scripted"]
+            providers.append({"provider": "scripted", "custom_handler": scripted.make_handler()})
+            litellm.custom_provider_map = providers
+            scripted.register_prices(litellm)
+            try:
+                from ..models import local
+            except ImportError:
+                local = None  # type: ignore[assignment]
+            if local is not None:
+                local.register(litellm)
+            _litellm = litellm
+    return _litellm
+
+
+@dataclass
+class Completion:
+    """One model call: the assistant message as a dict, with what it cost."""
+
+    message: dict[str, Any]
+    finish_reason: str | None
+    usage: dict[str, float] = field(default_factory=dict)
+    cost: float = 0.0
+    duration: float = 0.0
+
+
+class ModelGateway:
+    def __init__(self) -> None:
+        self._litellm: Any = None
+
+    @property
+    def litellm(self) -> Any:
+        if self._litellm is None:
+            self._litellm = import_litellm()
+        return self._litellm
+
+    async def ready(self) -> None:
+        """Import litellm off the event loop so a starting server stays responsive."""
+        if self._litellm is None:
+            self._litellm = await asyncio.to_thread(import_litellm)
+
+    def provider(self, model: str) -> str:
+        return model.split("/", 1)[0] if "/" in model else ""
+
+    def validate(self, model: str) -> None:
+        """Raise ModelError for a model litellm cannot route or whose API key is missing."""
+        if not model or not isinstance(model, str):
+            raise ModelError("model must be a non-empty string like 'provider/model'")
+        provider = self.provider(model)
+        if provider == "scripted":
+            from ..models import scripted
+
+            try:
+                scripted.get_script(model.split("/", 1)[1])
+            except KeyError as e:
+                raise ModelError(str(e.args[0]), model=model) from None
+            return
+        if provider == "local":
+            from ..models import local
+
+            try:
+                local.model_path()
+            except Exception as e:
+                raise ModelError(str(e), model=model) from None
+            return
+        litellm = self.litellm
+        try:
+            litellm.get_llm_provider(model)
+        except Exception:
+            raise ModelError(
+                f"unknown model {model!r}: litellm cannot route it (use 'provider/model', "
+                "e.g. 'openai/gpt-4o-mini' or the embedded 'local/smollm2')",
+                model=model,
+            ) from None
+        env = litellm.validate_environment(model=model)
+        if not env.get("keys_in_environment", True):
+            missing = ", ".join(env.get("missing_keys") or []) or "an API key"
+            raise ModelError(f"model {model!r} needs {missing} in the environment", model=model)
+
+    def supports_tools(self, model: str) -> bool:
+        try:
+            return bool(self.litellm.supports_function_calling(model=model))
+        except Exception:
+            return False
+
+    def context_window(self, model: str) -> int | None:
+        try:
+            info = self.litellm.get_model_info(model)
+        except Exception:
+            return None
+        return info.get("max_input_tokens") or info.get("max_tokens")
+
+    def known_models(self) -> list[str]:
+        from ..models import scripted
+
+        models = []
+        try:
+            from ..models import local
+
+            if local.available():
+                models.append(local.MODEL)
+        except ImportError:
+            pass
+        models += [f"scripted/{n}" for n in scripted.script_names()]
+        return models
+
+    async def complete(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> Completion:
+        litellm = self.litellm
+        start = time.monotonic()
+        try:
+            response = await litellm.acompletion(
+                model=model, messages=messages, tools=tools or None, **kwargs
+            )
+        except Exception as e:
+            raise ModelError(f"model call to {model!r} failed: {e}", model=model) from e
+        duration = time.monotonic() - start
+        choice = response.choices[0]
+        msg = choice.message
+        message: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
+        calls = getattr(msg, "tool_calls", None) or []
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.function.name, "arguments": c.function.arguments},
+                }
+                for c in calls
+            ]
+        usage = _usage(response)
+        try:
+            cost = float(litellm.completion_cost(completion_response=response) or 0.0)
+        except Exception:
+            cost = 0.0
+        return Completion(message, choice.finish_reason, usage, cost, duration)
+
+    async def text(self, model: str, prompt: str, **kwargs: Any) -> Completion:
+        return await self.complete(model, [{"role": "user", "content": prompt}], **kwargs)
+
+
+def _usage(response: Any) -> dict[str, float]:
+    u = getattr(response, "usage", None)
+    if u is None:
+        return {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "total_tokens": 0}
+    details = getattr(u, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", 0) if details is not None else 0
+    prompt = int(getattr(u, "prompt_tokens", 0) or 0)
+    completion = int(getattr(u, "completion_tokens", 0) or 0)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cached_tokens": int(cached or 0),
+        "total_tokens": prompt + completion,
+    }

@@ -1,0 +1,55 @@
+"""The base system prompt. Refinement never edits this module's text."""
+
+from __future__ import annotations
+
+BASE_PROMPT = """\
+You are an agent working in a persistent Python REPL (a Jupyter kernel). Variables, imports and
+files you create stay between your turns.
+
+How to work:
+- {run_instruction}
+- Look at data before you rely on it: print sizes, types and samples instead of guessing.
+- If a variable named `context` exists, it holds the input you were given. It may be large;
+  inspect it with code rather than asking for it to be printed whole.
+- `rlm(prompt, context=value)` starts a sub-agent in its own REPL and returns a handle at once;
+  `handle.result()` waits for its answer (a Python object). `rlm.map(prompts, contexts=[...])`
+  starts many; `rlm.gather(*handles)` waits for all. Use sub-agents to split big inputs.
+- `llm(prompt)` is a plain model call (no REPL) that returns text; `llm.batch([...])` runs many.
+- When you have the final result, call `answer(value)` in the REPL. The value is returned to
+  whoever started you as a Python object. Do not stop before calling `answer`.
+"""
+
+TOOL_INSTRUCTION = (
+    "Run code with the `python` tool; you see its output (stdout, results, errors) after each call."
+)
+FENCED_INSTRUCTION = (
+    "Run code by writing it in a fenced block that starts with ```python and ends with ```; "
+    "every such block in your reply is executed and you see its output in the next message."
+)
+
+PYTHON_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "python",
+        "description": "Run Python code in your persistent REPL and return its output.",
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "Python code to run."}},
+            "required": ["code"],
+        },
+    },
+}
+
+
+def system_prompt(*, tools: bool, extra: str = "") -> str:
+    text = BASE_PROMPT.format(run_instruction=TOOL_INSTRUCTION if tools else FENCED_INSTRUCTION)
+    return text + ("\n" + extra if extra else "")
+
+
+def task_message(prompt: str, *, context_type: str | None, depth: int) -> str:
+    lines = [prompt]
+    if context_type:
+        lines.append(f"\n(The variable `context` in your REPL holds the input: a {context_type}.)")
+    if depth:
+        lines.append(f"(You are a sub-agent at depth {depth}.)")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""What runs inside a kernel: the rlm primitives and their HTTP client (stdlib only)."""

@@ -1,0 +1,348 @@
+"""The primitives an agent (or a notebook) sees: rlm, Handle, llm, answer and friends.
+
+Each one is a thin call to the daemon. Nothing here enforces a limit — the daemon does, from
+the caller's token — so code that rewrites these functions gains nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import pickle
+import time
+from collections.abc import Generator, Iterable, Sequence
+from typing import Any
+
+from .client import DaemonClient, PrimeError
+
+__all__ = [
+    "FINAL",
+    "FINAL_VAR",
+    "Cancelled",
+    "ChildFailed",
+    "Handle",
+    "answer",
+    "llm",
+    "llm_query",
+    "llm_query_batched",
+    "rlm",
+]
+
+TERMINAL = frozenset({"DONE", "FAILED", "CANCELLED"})
+# One long-poll is kept under typical proxy timeouts; result() loops over them.
+_POLL = 30.0
+
+_client: DaemonClient | None = None
+
+
+def client() -> DaemonClient:
+    global _client
+    if _client is None:
+        _client = DaemonClient()
+    return _client
+
+
+class Cancelled(PrimeError):
+    """The session was cancelled before it answered."""
+
+
+class ChildFailed(PrimeError):
+    """The session ended in failure; `.error` says why, `.partial` holds any partial answer."""
+
+
+def _check_timeout(timeout: float | None) -> None:
+    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
+
+
+def _pickle(value: Any, what: str) -> bytes:
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:
+        raise TypeError(
+            f"{what} of type {type(value).__module__}.{type(value).__qualname__} cannot be "
+            f"pickled, so it cannot be passed to another session: {e}"
+        ) from None
+
+
+class Handle:
+    """A running (or finished) child session. Returned by `rlm()` as soon as it is admitted."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self._record = record
+
+    def __repr__(self) -> str:
+        return f"<Handle {self.session_id} {self._record.get('name')!r} {self.status}>"
+
+    @property
+    def session_id(self) -> str:
+        return str(self._record["id"])
+
+    @property
+    def name(self) -> str:
+        return str(self._record.get("name") or "")
+
+    def refresh(self) -> dict[str, Any]:
+        self._record = client().request("GET", f"sessions/{self.session_id}")
+        return self._record
+
+    @property
+    def status(self) -> str:
+        if self._record.get("state") in TERMINAL:
+            return str(self._record["state"])
+        return str(self.refresh()["state"])
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return dict(self.refresh()["usage"])
+
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+    def cancel(self) -> dict[str, Any]:
+        """Cancel this session and everything it started."""
+        out = client().request("DELETE", f"sessions/{self.session_id}")
+        self.refresh()
+        return dict(out)
+
+    def _settled(self, record: dict[str, Any]) -> bool:
+        return record.get("state") in TERMINAL or (
+            record.get("state") == "IDLE" and bool(record.get("has_answer"))
+        )
+
+    def wait(self, timeout: float | None = None) -> dict[str, Any]:
+        """Block until the session ends (or answers, if persistent); returns its record."""
+        _check_timeout(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        record = self._record
+        while not self._settled(record):
+            remaining = _POLL if deadline is None else min(_POLL, deadline - time.monotonic())
+            if remaining <= 0:
+                raise TimeoutError(f"session {self.session_id} has not ended after {timeout} s")
+            record = client().request(
+                "GET",
+                f"sessions/{self.session_id}/wait",
+                query={"timeout": f"{remaining:.3f}"},
+                timeout=remaining + 30,
+            )
+            self._record = record
+        return record
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The child's answer as a Python object; raises if it failed or was cancelled."""
+        record = self.wait(timeout)
+        state = record["state"]
+        if state == "CANCELLED":
+            raise Cancelled(f"session {self.session_id} was cancelled", code="cancelled")
+        if state == "FAILED":
+            partial = self._answer() if record.get("has_answer") else None
+            err = ChildFailed(
+                f"session {self.session_id} failed: {record.get('error')}",
+                code="failed",
+                data={"error": record.get("error"), "partial": partial},
+            )
+            err.error = record.get("error")  # type: ignore[attr-defined]
+            err.partial = partial  # type: ignore[attr-defined]
+            raise err
+        return self._answer()
+
+    def _answer(self) -> Any:
+        data = client().request("GET", f"sessions/{self.session_id}/answer", binary=True)
+        return pickle.loads(data)
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return asyncio.to_thread(self.result).__await__()
+
+
+def _rlm_request(
+    prompt: str,
+    context: Any,
+    has_context: bool,
+    **options: Any,
+) -> dict[str, Any]:
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError("rlm() needs a non-empty prompt string")
+    body: dict[str, Any] = {"prompt": prompt}
+    body.update({k: v for k, v in options.items() if v is not None})
+    if has_context:
+        data = _pickle(context, "the context")
+        blob = client().request("POST", "blobs", raw=data)
+        body["context_blob"] = blob["blob_id"]
+        body["context_type"] = f"{type(context).__module__}.{type(context).__qualname__}".removeprefix(
+            "builtins."
+        )
+    return body
+
+
+_MISSING = object()
+
+
+class _RLM:
+    """`rlm(prompt, context=..., model=..., name=..., spec=..., budget=...)` -> Handle."""
+
+    def __call__(
+        self,
+        prompt: str,
+        *,
+        context: Any = _MISSING,
+        model: str | None = None,
+        name: str | None = None,
+        spec: str | None = None,
+        budget: dict[str, Any] | None = None,
+        max_turns: int | None = None,
+        persistent: bool | None = None,
+    ) -> Handle:
+        body = _rlm_request(
+            prompt,
+            context,
+            context is not _MISSING,
+            model=model,
+            name=name,
+            spec=spec,
+            budget=budget,
+            max_turns=max_turns,
+            persistent=persistent,
+        )
+        return Handle(client().request("POST", "sessions", body))
+
+    def map(
+        self,
+        prompts: str | Sequence[str],
+        contexts: Iterable[Any] | None = None,
+        **options: Any,
+    ) -> list[Handle]:
+        """Start one child per prompt (a single prompt is repeated for each context)."""
+        ctx = list(contexts) if contexts is not None else None
+        if isinstance(prompts, str):
+            if ctx is None:
+                raise ValueError("rlm.map() with one prompt needs contexts=[...] to fan out over")
+            prompt_list = [prompts] * len(ctx)
+        else:
+            prompt_list = list(prompts)
+        if ctx is not None and len(ctx) != len(prompt_list):
+            raise ValueError(
+                f"rlm.map() got {len(prompt_list)} prompts but {len(ctx)} contexts"
+            )
+        bodies = [
+            _rlm_request(
+                p,
+                ctx[i] if ctx is not None else None,
+                ctx is not None,
+                **options,
+            )
+            for i, p in enumerate(prompt_list)
+        ]
+        records = client().request("POST", "sessions/batch", {"sessions": bodies})
+        return [Handle(r) for r in records["sessions"]]
+
+    def gather(self, *handles: Handle | Iterable[Handle], timeout: float | None = None) -> list[Any]:
+        """Wait for every handle; results in order (raises the first failure)."""
+        flat: list[Handle] = []
+        for h in handles:
+            flat.extend([h] if isinstance(h, Handle) else list(h))
+        _check_timeout(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        results = []
+        for h in flat:
+            left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
+            results.append(h.result(left))
+        return results
+
+
+class _LLM:
+    """`llm(prompt, model=None)` -> str: a plain model call, no kernel."""
+
+    def __call__(self, prompt: str, model: str | None = None) -> str:
+        if not isinstance(prompt, str):
+            raise TypeError(f"llm() takes a string prompt, not {type(prompt).__name__}")
+        return str(self.batch([prompt], model=model)[0])
+
+    def batch(self, prompts: Sequence[str], model: str | None = None) -> list[str]:
+        prompts = list(prompts)
+        if not all(isinstance(p, str) for p in prompts):
+            raise TypeError("llm.batch() takes a list of string prompts")
+        if not prompts:
+            return []
+        out = client().request(
+            "POST", "llm", {"prompts": prompts, "model": model}, timeout=3600
+        )
+        return list(out["texts"])
+
+
+rlm = _RLM()
+llm = _LLM()
+
+
+def llm_query(prompt: str, model: str | None = None) -> str:
+    """Recursive Language Models paper alias of `llm`."""
+    return llm(prompt, model=model)
+
+
+def llm_query_batched(prompts: Sequence[str], model: str | None = None) -> list[str]:
+    """Recursive Language Models paper alias of `llm.batch`."""
+    return llm.batch(prompts, model=model)
+
+
+def answer(value: Any) -> None:
+    """Finish this session with `value`, returned to whoever started it as a Python object."""
+    data = _pickle(value, "the answer")
+    text = repr(value)
+    if len(text) > 2000:
+        text = text[:2000] + "…"
+    client().request(
+        "POST", "answer", {"repr": text, "pickle": base64.b64encode(data).decode("ascii")}
+    )
+
+
+def FINAL(value: Any) -> None:  # noqa: N802 - the RLM paper's name
+    """Recursive Language Models paper alias of `answer`."""
+    answer(value)
+
+
+def FINAL_VAR(name: str) -> None:  # noqa: N802 - the RLM paper's name
+    """Answer with the REPL variable called `name` (Recursive Language Models paper)."""
+    ns = _user_ns()
+    if name not in ns:
+        raise NameError(f"FINAL_VAR: there is no variable named {name!r} in the REPL")
+    answer(ns[name])
+
+
+def load_context() -> Any:
+    """This session's `context`, fetched from the daemon (large values travel by file)."""
+    return pickle.loads(client().request("GET", "context", binary=True))
+
+
+def _user_ns() -> dict[str, Any]:
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+    except ImportError:
+        ip = None
+    if ip is None:
+        import __main__
+
+        return vars(__main__)
+    return dict(ip.user_ns)
+
+
+_EXPORTS = {
+    "rlm": rlm,
+    "llm": llm,
+    "llm_query": llm_query,
+    "llm_query_batched": llm_query_batched,
+    "answer": answer,
+    "FINAL": FINAL,
+    "FINAL_VAR": FINAL_VAR,
+    "Handle": Handle,
+}
+
+
+def install(ipython: Any) -> None:
+    ipython.push(dict(_EXPORTS), interactive=False)
+
+
+def uninstall(ipython: Any) -> None:
+    for name, value in _EXPORTS.items():
+        if ipython.user_ns.get(name) is value:
+            del ipython.user_ns[name]

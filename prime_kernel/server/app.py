@@ -1,0 +1,75 @@
+"""The jupyter_server extension: starts the daemon and mounts its handlers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Instance, Type
+
+from ..daemon.daemon import Daemon
+from . import handlers, kernel_handlers
+
+SESSION_SCHEMA_ID = "https://events.prime-kernel.dev/prime_kernel/session/v1"
+SCHEMA_PATH = Path(__file__).parent / "event_schemas" / "session" / "v1.yaml"
+
+
+class PrimeApp(ExtensionApp):
+    name = "prime_kernel"
+    description = "Prime Agent: agent sessions as Jupyter kernels"
+    load_other_extensions = True
+
+    daemon_class = Type(Daemon, klass=Daemon, config=True, help="The daemon implementation.")
+    daemon = Instance(Daemon, allow_none=True)
+
+    def initialize_settings(self) -> None:
+        serverapp = self.serverapp
+        assert serverapp is not None
+        self.daemon = self.daemon_class(
+            parent=self,
+            root_dir=serverapp.root_dir,
+            kernel_manager=serverapp.kernel_manager,
+            log=self.log,
+        )
+        self.daemon.kernel_path = self._kernel_path
+        self.settings["prime_daemon"] = self.daemon
+        serverapp.event_logger.register_event_schema(SCHEMA_PATH)
+        self.daemon.add_listener(self._emit)
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(handlers.HANDLERS)
+        self.handlers.extend(kernel_handlers.HANDLERS)
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        # Runs once the server listens, so the URL kernels call back to is known.
+        assert self.serverapp is not None and self.daemon is not None
+        self.daemon.url = self.serverapp.connection_url
+        await self.daemon.start()
+        self.log.info("Prime daemon started; store at %s", self.daemon.store_dir)
+
+    async def stop_extension(self) -> None:
+        if self.daemon is not None:
+            await self.daemon.stop()
+
+    def _emit(self, note: dict[str, Any]) -> None:
+        assert self.serverapp is not None
+        self.serverapp.event_logger.emit(schema_id=SESSION_SCHEMA_ID, data=note)
+
+    async def _kernel_path(self, kernel_id: str) -> str | None:
+        assert self.serverapp is not None
+        manager = self.serverapp.session_manager
+        try:
+            sessions = await manager.list_sessions()
+        except Exception:
+            return None
+        for s in sessions:
+            if (s.get("kernel") or {}).get("id") == kernel_id:
+                return str(s.get("path") or s.get("name") or "") or None
+        return None
+
+
+main = launch_new_instance = PrimeApp.launch_instance
+
+__all__ = ["PrimeApp", "asyncio"]

@@ -1,0 +1,139 @@
+"""Shared fixtures: a real jupyter_server with the Prime extension, real kernels, and the
+deterministic `scripted/*` litellm provider."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from traitlets.config import Config
+
+import prime_kernel
+from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.models import scripted
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+KERNELSPEC = Path(prime_kernel.__file__).parent / "kernelspecs" / "prime-agent"
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+
+
+@pytest.fixture
+def prime_config() -> dict[str, Any]:
+    """Daemon settings for a test; override the fixture to change them."""
+    return {
+        "pool_size": 1,
+        "max_concurrent": 4,
+        "cell_timeout": 60.0,
+        "keep_root_kernel": 30.0,
+        "default_model": "scripted/echo",
+    }
+
+
+@pytest.fixture
+def jp_server_config(prime_config: dict[str, Any]) -> Config:
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"prime_kernel": True}},
+            "Daemon": prime_config,
+        }
+    )
+
+
+@pytest.fixture
+def prime_kernelspec(jp_data_dir: Path) -> Path:
+    """The "Prime Agent" kernelspec, where the test server's kernelspec manager finds it."""
+    target = jp_data_dir / "kernels" / "prime-agent"
+    shutil.copytree(KERNELSPEC, target, dirs_exist_ok=True)
+    return target
+
+
+@pytest.fixture(autouse=True)
+def _scripts() -> None:
+    scripted.register_script("echo", [{"text": "echo"}])
+
+
+@pytest.fixture
+def daemon(
+    prime_kernelspec: Path, jp_serverapp: Any, http_server_client: Any, jp_asyncio_loop: Any
+) -> Iterator[Daemon]:
+    """The running daemon of a real jupyter_server listening on a real port.
+
+    Async tests run on `jp_asyncio_loop` (pytest-jupyter's runner), the loop the server uses.
+    """
+    app = jp_serverapp
+    jp_asyncio_loop.run_until_complete(app.extension_manager.start_all_extensions())
+    d: Daemon = app.web_app.settings["prime_daemon"]
+    yield d
+    jp_asyncio_loop.run_until_complete(app.extension_manager.stop_all_extensions())
+
+
+@pytest.fixture
+def script() -> Callable[..., str]:
+    """Register a scripted model for this test: `script(turns, tools=True) -> model name`."""
+    counter = iter(range(1_000_000))
+
+    def make(turns: list[Any], *, tools: bool = True, name: str | None = None) -> str:
+        return scripted.register_script(
+            name or f"t{os.getpid()}_{next(counter)}_{id(turns)}", turns, tools=tools
+        )
+
+    return make
+
+
+class UserKernel:
+    """A kernel a person would use: started by the server, driven by a frontend-like client."""
+
+    def __init__(self, daemon: Daemon, kernel_id: str) -> None:
+        from prime_kernel.daemon.kernels import KernelRunner
+
+        self.kernel_id = kernel_id
+        assert daemon.kernel_manager is not None
+        self.runner = KernelRunner(daemon.kernel_manager, kernel_id)
+
+    async def run(self, code: str, timeout: float = 120) -> Any:
+        return await self.runner.execute(code, timeout=timeout)
+
+    async def value(self, code: str, timeout: float = 120) -> str:
+        """Run `code` and return the text/plain of its result (raising on errors)."""
+        result = await self.run(code, timeout)
+        for out in result.outputs:
+            if out["output_type"] == "error":
+                raise AssertionError("\n".join(out["traceback"]))
+        for out in result.outputs:
+            if out["output_type"] == "execute_result":
+                return str(out["data"]["text/plain"])
+        return "".join(o.get("text", "") for o in result.outputs if o["output_type"] == "stream")
+
+
+@pytest.fixture
+def user_kernel(daemon: Daemon, jp_asyncio_loop: Any) -> Iterator[Callable[..., Any]]:
+    """Start kernels as the Jupyter frontend would (`kernel_name` defaults to Prime Agent)."""
+    started: list[UserKernel] = []
+
+    async def start(kernel_name: str = "prime-agent") -> UserKernel:
+        assert daemon.kernel_manager is not None
+        kernel_id = await daemon.kernel_manager.start_kernel(kernel_name=kernel_name)
+        kernel = UserKernel(daemon, kernel_id)
+        await kernel.runner.start()
+        started.append(kernel)
+        return kernel
+
+    yield start
+    for kernel in started:
+        jp_asyncio_loop.run_until_complete(kernel.runner.stop())
+
+
+async def wait_for(predicate: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("condition not met in time")
+        await asyncio.sleep(0.05)
