@@ -1,0 +1,1 @@
+"""The `prime-agent` command line: the same daemon, headless."""
