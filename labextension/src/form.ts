@@ -82,7 +82,9 @@ export class NewAgentForm extends Widget {
 
   /** Load the model list (once) and focus the prompt. */
   async activateForm(): Promise<void> {
-    this._prompt.focus();
+    if (document.activeElement === document.body || !this.node.contains(document.activeElement)) {
+      this._prompt.focus();
+    }
     if (this._modelsLoaded) {
       return;
     }
@@ -91,7 +93,13 @@ export class NewAgentForm extends Widget {
       this._modelsLoaded = true;
       this._setModels(m.default, m.models || []);
     } catch (err) {
+      // The server may still be starting: keep the default and try again shortly.
       this._setModels(null, []);
+      setTimeout(() => {
+        if (this.isVisible && !this.isDisposed) {
+          void this.activateForm();
+        }
+      }, 3000);
     }
   }
 

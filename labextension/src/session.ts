@@ -370,10 +370,13 @@ export function renderEvent(
       break;
     }
     case 'assistant': {
-      item.addWidget(head(h('strong', {}, 'Assistant')));
-      if (d.content) {
-        item.addWidget(markdownWidget(rendermime, String(d.content)));
+      if (!d.content || !String(d.content).trim()) {
+        // A message that only carries a tool call: the cell event shows the code.
+        item.addClass('jp-mod-empty');
+        break;
       }
+      item.addWidget(head(h('strong', {}, 'Assistant')));
+      item.addWidget(markdownWidget(rendermime, String(d.content)));
       break;
     }
     case 'cell': {
