@@ -26,7 +26,10 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print a machine-readable result")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, only the answer")
     p.add_argument(
-        "--config", action="append", default=[], metavar="KEY=VALUE",
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="traitlets config, e.g. Daemon.pool_size=0 (repeatable)",
     )
     p.set_defaults(func=cmd_run)
@@ -91,7 +94,9 @@ class Progress:
             line = f"{tag} says: " + _clip(data["content"], 400)
         elif kind == "cell":
             who = "person" if data.get("source") == "user" else "cell"
-            line = f"{tag} {who} [{data.get('status')}]:\n" + _block(data["code"], indent + "    > ")
+            line = f"{tag} {who} [{data.get('status')}]:\n" + _block(
+                data["code"], indent + "    > "
+            )
             text = "".join(_out_text(o) for o in data.get("outputs") or [])
             if text.strip():
                 line += "\n" + _block(_clip(text, 800), indent + "    ")
@@ -132,9 +137,11 @@ async def _run_session(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     progress({"session_id": sid, "root_id": sid})
     loop = asyncio.get_running_loop()
 
+    cancelling: list[asyncio.Task[Any]] = []
+
     def on_interrupt() -> None:
         print("\ninterrupted: cancelling the session…", file=sys.stderr)
-        loop.create_task(daemon.cancel(sid))
+        cancelling.append(loop.create_task(daemon.cancel(sid)))
 
     with contextlib.suppress(NotImplementedError):
         loop.add_signal_handler(signal.SIGINT, on_interrupt)
@@ -185,8 +192,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print()
         if "answer" in result:
-            print(f"Answer: {result['answer']!r}" if not isinstance(result["answer"], str)
-                  else f"Answer: {result['answer']}")
+            print(
+                f"Answer: {result['answer']!r}"
+                if not isinstance(result["answer"], str)
+                else f"Answer: {result['answer']}"
+            )
         else:
             print(f"No answer: the session ended {result['state']}: {result.get('error')}")
         print(f"Session {result['id']} {result['state']} · {fmt_usage(result['usage']['subtree'])}")

@@ -498,12 +498,9 @@ class Daemon(LoggingConfigurable):
 
     def _on_user_cell(self, live: LiveSession, cell: CellResult) -> None:
         self.record(live, "cell", cell.to_json("user"))
-        text = render(
-            cell.outputs, status=cell.status, limit=self.observation_chars, timeout=0
-        )
+        text = render(cell.outputs, status=cell.status, limit=self.observation_chars, timeout=0)
         live.news.append(
-            "[A person ran this in your REPL]\n```python\n"
-            f"{cell.code}\n```\nOutput:\n{text}"
+            f"[A person ran this in your REPL]\n```python\n{cell.code}\n```\nOutput:\n{text}"
         )
 
     def take_news(self, live: LiveSession) -> list[str]:
@@ -613,9 +610,7 @@ class Daemon(LoggingConfigurable):
         record = self._record(session_id)
         return self._to_json(record, self.store.descendants(session_id))
 
-    def _to_json(
-        self, record: dict[str, Any], descendants: list[dict[str, Any]]
-    ) -> dict[str, Any]:
+    def _to_json(self, record: dict[str, Any], descendants: list[dict[str, Any]]) -> dict[str, Any]:
         live = self.live.get(record["id"])
         own = self._own_usage(live) if live else dict(record.get("usage") or {})
         parts = [own]
@@ -664,8 +659,12 @@ class Daemon(LoggingConfigurable):
                 out.extend(subtree(child["id"]))
             return out
 
-        return [self._to_json(self.live[r["id"]].record if r["id"] in self.live else r,
-                              subtree(r["id"])) for r in records]
+        return [
+            self._to_json(
+                self.live[r["id"]].record if r["id"] in self.live else r, subtree(r["id"])
+            )
+            for r in records
+        ]
 
     def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
         self._record(session_id)

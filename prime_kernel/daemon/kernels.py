@@ -72,9 +72,11 @@ class _Collector:
         out: dict[str, Any] | None = None
         if kind == "stream":
             text = content.get("text", "")
-            if outputs and outputs[-1].get("output_type") == "stream" and outputs[-1][
-                "name"
-            ] == content.get("name"):
+            if (
+                outputs
+                and outputs[-1].get("output_type") == "stream"
+                and outputs[-1]["name"] == content.get("name")
+            ):
                 text = self._fit(text)
                 outputs[-1]["text"] += text
                 return
@@ -95,7 +97,8 @@ class _Collector:
                 "evalue": content.get("evalue", ""),
                 "traceback": content.get("traceback", []),
             }
-            self.result.status = "error"
+            if self.result.status == "ok":  # a timeout stays a timeout
+                self.result.status = "error"
         if out is not None:
             outputs.append(out)
 

@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .observation import render
-from .prompts import PYTHON_TOOL, system_prompt, task_message
+from .prompts import system_prompt, task_message
 
 if TYPE_CHECKING:
     from .daemon import Daemon, LiveSession
@@ -130,7 +130,7 @@ def _code_argument(fn: dict[str, Any]) -> tuple[str, str | None]:
     try:
         args = json.loads(raw) if isinstance(raw, str) else dict(raw)
     except (ValueError, TypeError):
-        return "", "The tool arguments were not valid JSON; call python with {\"code\": \"...\"}."
+        return "", 'The tool arguments were not valid JSON; call python with {"code": "..."}.'
     code = args.get("code") if isinstance(args, dict) else None
     if not isinstance(code, str):
         return "", "The python tool needs a string argument `code`."

@@ -168,8 +168,8 @@ def _rlm_request(
         data = _pickle(context, "the context")
         blob = client().request("POST", "blobs", raw=data)
         body["context_blob"] = blob["blob_id"]
-        body["context_type"] = f"{type(context).__module__}.{type(context).__qualname__}".removeprefix(
-            "builtins."
+        body["context_type"] = (
+            f"{type(context).__module__}.{type(context).__qualname__}".removeprefix("builtins.")
         )
     return body
 
@@ -220,9 +220,7 @@ class _RLM:
         else:
             prompt_list = list(prompts)
         if ctx is not None and len(ctx) != len(prompt_list):
-            raise ValueError(
-                f"rlm.map() got {len(prompt_list)} prompts but {len(ctx)} contexts"
-            )
+            raise ValueError(f"rlm.map() got {len(prompt_list)} prompts but {len(ctx)} contexts")
         bodies = [
             _rlm_request(
                 p,
@@ -235,7 +233,9 @@ class _RLM:
         records = client().request("POST", "sessions/batch", {"sessions": bodies})
         return [Handle(r) for r in records["sessions"]]
 
-    def gather(self, *handles: Handle | Iterable[Handle], timeout: float | None = None) -> list[Any]:
+    def gather(
+        self, *handles: Handle | Iterable[Handle], timeout: float | None = None
+    ) -> list[Any]:
         """Wait for every handle; results in order (raises the first failure)."""
         flat: list[Handle] = []
         for h in handles:
@@ -263,9 +263,7 @@ class _LLM:
             raise TypeError("llm.batch() takes a list of string prompts")
         if not prompts:
             return []
-        out = client().request(
-            "POST", "llm", {"prompts": prompts, "model": model}, timeout=3600
-        )
+        out = client().request("POST", "llm", {"prompts": prompts, "model": model}, timeout=3600)
         return list(out["texts"])
 
 
@@ -294,12 +292,12 @@ def answer(value: Any) -> None:
     )
 
 
-def FINAL(value: Any) -> None:  # noqa: N802 - the RLM paper's name
+def FINAL(value: Any) -> None:
     """Recursive Language Models paper alias of `answer`."""
     answer(value)
 
 
-def FINAL_VAR(name: str) -> None:  # noqa: N802 - the RLM paper's name
+def FINAL_VAR(name: str) -> None:
     """Answer with the REPL variable called `name` (Recursive Language Models paper)."""
     ns = _user_ns()
     if name not in ns:

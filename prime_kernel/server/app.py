@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
+from jupyter_client.provisioning import KernelProvisionerFactory
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Instance, Type
+from traitlets import Bool, Instance, Type
 
 from ..daemon.daemon import Daemon
 from . import handlers, kernel_handlers
@@ -23,6 +23,12 @@ class PrimeApp(ExtensionApp):
 
     daemon_class = Type(Daemon, klass=Daemon, config=True, help="The daemon implementation.")
     daemon = Instance(Daemon, allow_none=True)
+    connect_all_kernels = Bool(
+        True,
+        config=True,
+        help="Start every local kernel (not only 'Prime Agent' ones) through the Prime "
+        "provisioner, so `%load_ext prime_kernel` works in any notebook of this server.",
+    )
 
     def initialize_settings(self) -> None:
         serverapp = self.serverapp
@@ -37,6 +43,8 @@ class PrimeApp(ExtensionApp):
         self.settings["prime_daemon"] = self.daemon
         serverapp.event_logger.register_event_schema(SCHEMA_PATH)
         self.daemon.add_listener(self._emit)
+        if self.connect_all_kernels:
+            KernelProvisionerFactory.instance().default_provisioner_name = "prime-provisioner"
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(handlers.HANDLERS)
@@ -71,5 +79,3 @@ class PrimeApp(ExtensionApp):
 
 
 main = launch_new_instance = PrimeApp.launch_instance
-
-__all__ = ["PrimeApp", "asyncio"]

@@ -79,7 +79,7 @@ class BatchChildrenHandler(KernelHandler):
         # Validate every request before admitting any, so a bad one admits nothing.
         options = [create_options(b) for b in bodies]
         records = []
-        for body, opts in zip(bodies, options):
+        for body, opts in zip(bodies, options, strict=True):
             records.append(
                 await self.daemon.create_session(
                     body["prompt"],

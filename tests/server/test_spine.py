@@ -1,8 +1,14 @@
-"""The spine end to end: a notebook kernel calls rlm(), a child kernel runs, answers come back."""
+"""The spine end to end: notebook kernels call rlm(), child kernels run, answers come back."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from tests.conftest import wait_for
+
 
 async def test_rlm_from_prime_kernel(daemon, user_kernel, script, jp_fetch):
     model = script(
@@ -12,14 +18,258 @@ async def test_rlm_from_prime_kernel(daemon, user_kernel, script, jp_fetch):
         ]
     )
     nb = await user_kernel()
-    out = await nb.value(f"h = rlm('What is the mean of context?', context=[3, 5, 10], model={model!r}); h.status")
+    out = await nb.value(
+        f"h = rlm('What is the mean of context?', context=[3, 5, 10], model={model!r}); h.status"
+    )
     assert out.strip("'") in {"ADMITTED", "RUNNING"}
     assert await nb.value("h.result(timeout=60)") == "6.0"
-    assert await nb.value("h.status") == "'DONE'"
+    assert await nb.value("h.status, h.done()") == "('DONE', True)"
     sid = (await nb.value("h.session_id")).strip("'")
-    resp = await jp_fetch("api", "prime", "sessions", sid)
-    record = json.loads(resp.body)
+    record = json.loads((await jp_fetch("api", "prime", "sessions", sid)).body)
     assert record["state"] == "DONE"
     assert record["usage"]["own"]["model_calls"] == 2
     assert record["usage"]["own"]["cells"] == 2
+    assert record["usage"]["own"]["total_tokens"] > 0
     assert record["context_type"] == "list"
+    # The context reached the child as a variable, never through the prompt.
+    events = json.loads((await jp_fetch("api", "prime", "sessions", sid, "events")).body)["events"]
+    task = next(e for e in events if e["kind"] == "task")
+    assert "[3, 5, 10]" not in task["data"]["prompt"]
+    states = [e["data"]["state"] for e in events if e["kind"] == "state"]
+    assert states == ["ADMITTED", "RUNNING", "DONE"]
+    # The notebook shows up as the root of the child's tree.
+    parent = json.loads((await jp_fetch("api", "prime", "sessions", record["parent_id"])).body)
+    assert parent["kind"] == "notebook"
+    assert parent["usage"]["subtree"]["model_calls"] == 2
+
+
+async def test_await_map_gather_and_llm(daemon, user_kernel, script):
+    model = script([{"code": "answer(context * 2)"}])
+    talk = script([{"text": "forty-two"}])
+    nb = await user_kernel()
+    await nb.run(f"hs = rlm.map('double it', contexts=[1, 2, 3], model={model!r})")
+    assert await nb.value("rlm.gather(*hs)") == "[2, 4, 6]"
+    assert await nb.value(f"await rlm('double it', context=21, model={model!r})") == "42"
+    assert await nb.value(f"llm('what is six times seven?', model={talk!r})") == "'forty-two'"
+    assert await nb.value(f"llm.batch(['a', 'b'], model={talk!r})") == "['forty-two', 'forty-two']"
+    assert await nb.value(f"llm_query('a', model={talk!r})") == "'forty-two'"
+
+
+async def test_child_kernel_is_a_server_kernel(daemon, user_kernel, script, jp_fetch):
+    model = script([{"code": "import time; time.sleep(3); answer(1)"}])
+    nb = await user_kernel()
+    sid = (await nb.value(f"h = rlm('wait', model={model!r}); h.session_id")).strip("'")
+    await wait_for(lambda: daemon.live[sid].record.get("kernel_id") is not None)
+    kernel_id = daemon.live[sid].record["kernel_id"]
+    kernels = json.loads((await jp_fetch("api", "kernels")).body)
+    assert kernel_id in {k["id"] for k in kernels}
+    assert next(k for k in kernels if k["id"] == kernel_id)["name"] == "prime-agent"
+    assert await nb.value("h.result()") == "1"
+
+
+async def test_rlm_paper_aliases(daemon, user_kernel, script):
+    model = script([{"code": "total = sum(range(10))\nFINAL_VAR('total')"}])
+    nb = await user_kernel()
+    assert await nb.value(f"rlm('sum', model={model!r}).result()") == "45"
+
+
+async def test_fenced_code_fallback(daemon, user_kernel, script):
+    # A model without tool calling: the ```python blocks of its reply are run.
+    model = script(
+        [
+            {
+                "text": "Let me compute.",
+                "fenced": "x = sum(i * i for i in range(1, 101))\nprint(x)",
+            },
+            {"text": "Done.", "fenced": "answer(x)"},
+        ],
+        tools=False,
+    )
+    assert not daemon.gateway.supports_tools(model)
+    nb = await user_kernel()
+    assert await nb.value(f"rlm('sum of squares', model={model!r}).result()") == "338350"
+
+
+async def test_reply_without_code_is_the_answer(daemon, user_kernel, script):
+    model = script([{"text": "Paris."}])
+    nb = await user_kernel()
+    assert await nb.value(f"rlm('capital of France?', model={model!r}).result()") == "'Paris.'"
+
+
+async def test_load_ext_in_a_plain_python_kernel(daemon, user_kernel, script):
+    model = script([{"code": "answer('hi from child')"}])
+    nb = await user_kernel("python3")
+    await nb.run("%load_ext prime_kernel")
+    assert await nb.value(f"rlm('greet', model={model!r}).result()") == "'hi from child'"
+
+
+@pytest.mark.parametrize(
+    "prime_config", [{"pool_size": 1, "max_depth": 1, "default_model": "scripted/echo"}]
+)
+async def test_depth_limit_is_enforced_by_the_daemon(daemon, user_kernel, script):
+    # The child (depth 1) tries to go deeper, first politely, then by forging its request.
+    forge = (
+        "import json, os, urllib.request\n"
+        "req = urllib.request.Request(os.environ['PRIME_URL'].rstrip('/') + "
+        "'/api/prime/kernel/sessions', method='POST', data=json.dumps({'prompt': 'x', "
+        "'depth': 0, 'parent_id': None}).encode(), headers={'X-Prime-Token': "
+        "os.environ['PRIME_TOKEN'], 'Content-Type': 'application/json'})\n"
+        "try:\n    urllib.request.urlopen(req)\nexcept Exception as e:\n    forged = e.code\n"
+    )
+    model = script(
+        [
+            {"code": "try:\n    rlm('deeper')\nexcept Exception as e:\n    err = repr(e)"},
+            {"code": forge},
+            {"code": "answer((err, forged))"},
+        ]
+    )
+    nb = await user_kernel()
+    out = await nb.value(f"rlm('go deep', model={model!r}).result()")
+    assert "DepthExceeded" in out and "maximum depth is 1" in out
+    assert out.endswith("400)") or out.endswith("403)")
+    assert len([r for r in daemon.store.list_sessions() if r["kind"] == "agent"]) == 1
+
+
+async def test_bad_input_errors_in_the_calling_cell(daemon, user_kernel, script, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    nb = await user_kernel()
+    kernels_before = len(daemon.kernel_manager.list_kernel_ids())
+
+    async def error_of(code: str) -> str:
+        result = await nb.run(code)
+        errors = [o for o in result.outputs if o["output_type"] == "error"]
+        assert errors, f"no error from {code!r}: {result.outputs}"
+        return f"{errors[0]['ename']}: {errors[0]['evalue']}"
+
+    err = await error_of("rlm('x', context=lambda: 1)")
+    assert err.startswith("TypeError") and "function" in err and "pickled" in err
+    err = await error_of("rlm('x', model='no-such-provider-model')")
+    assert err.startswith("ModelError") and "unknown model" in err
+    err = await error_of("rlm('x', model='openai/gpt-4o-mini')")
+    assert "OPENAI_API_KEY" in err
+    assert len(daemon.kernel_manager.list_kernel_ids()) == kernels_before  # no kernel started
+    err = await error_of("rlm('')")
+    assert err.startswith("ValueError")
+    model = script([{"code": "answer(1)"}])
+    err = await error_of(f"rlm('x', model={model!r}).result(timeout=0)")
+    assert err.startswith("ValueError") and "positive" in err
+    err = await error_of(
+        "from prime_kernel.kernel.client import DaemonClient\n"
+        "DaemonClient('http://127.0.0.1:9/', 'tok').request('GET', 'whoami')"
+    )
+    assert err.startswith("DaemonUnreachable") and "http://127.0.0.1:9/" in err
+
+
+async def test_failed_and_cancelled_children_raise(daemon, user_kernel, script):
+    boom = script([{"code": "1/0"}, {"code": "1/0"}])
+    slow = script([{"code": "import time; time.sleep(60)"}])
+    nb = await user_kernel()
+    await nb.run(f"h = rlm('fail', model={boom!r}, max_turns=2)")
+    result = await nb.run("h.result()")
+    err = next(o for o in result.outputs if o["output_type"] == "error")
+    assert err["ename"] == "ChildFailed" and "turn limit (2)" in err["evalue"]
+    await nb.run(f"h2 = rlm('slow', model={slow!r})")
+    sid = (await nb.value("h2.session_id")).strip("'")
+    await wait_for(lambda: daemon.store.events(sid, kinds=["model_call"]) != [])
+    await nb.run("h2.cancel()")
+    result = await nb.run("h2.result()")
+    err = next(o for o in result.outputs if o["output_type"] == "error")
+    assert err["ename"] == "Cancelled"
+    assert await nb.value("h2.status") == "'CANCELLED'"
+
+
+@pytest.mark.parametrize(
+    "prime_config",
+    [
+        {
+            "pool_size": 1,
+            "cell_timeout": 1.0,
+            "observation_chars": 500,
+            "default_model": "scripted/echo",
+        }
+    ],
+)
+async def test_timeout_and_output_cap(daemon, user_kernel, script):
+    seen = []
+
+    def look(messages):
+        seen.append(messages[-1]["content"])
+        return (
+            {"code": "answer(len(seen_text))"} if len(seen) > 1 else {"code": "print('z' * 20000)"}
+        )
+
+    model = script([{"code": "import time\ntime.sleep(20)"}, look, look])
+    nb = await user_kernel()
+    await nb.run(f"h = rlm('sleepy', model={model!r}, max_turns=3)")
+    await nb.run("h.wait(timeout=60)")
+    sid = (await nb.value("h.session_id")).strip("'")
+    assert "interrupted" in seen[0]
+    assert "characters cut" in seen[1] and len(seen[1]) < 1000
+    cells = daemon.store.events(sid, kinds=["cell"])
+    assert cells[0]["data"]["status"] == "timeout"
+    assert cells[1]["data"]["outputs"][0]["text"] == "z" * 20000 + "\n"  # stored in full
+
+
+async def test_rest_api_and_auth(daemon, jp_fetch, script, jp_base_url, http_server_client):
+    model = script([{"code": "answer(7)"}])
+    resp = await jp_fetch(
+        "api",
+        "prime",
+        "sessions",
+        method="POST",
+        body=json.dumps({"prompt": "seven", "model": model}),
+    )
+    assert resp.code == 201
+    sid = json.loads(resp.body)["id"]
+    await daemon.wait(sid, 60)
+    listed = json.loads((await jp_fetch("api", "prime", "sessions")).body)["sessions"]
+    assert sid in [s["id"] for s in listed]
+    assert json.loads((await jp_fetch("api", "prime", "sessions", sid)).body)["answer_repr"] == "7"
+    again = json.loads((await jp_fetch("api", "prime", "sessions", sid, method="DELETE")).body)
+    assert again["already_ended"] is True and again["cancelled"] == []
+    models = json.loads((await jp_fetch("api", "prime", "models")).body)
+    assert models["default"] == "scripted/echo"
+    for bad in ({}, {"prompt": ""}, {"prompt": "x", "bogus": 1}, {"prompt": "x", "model": "nope"}):
+        with pytest.raises(HTTPClientError) as e:
+            await jp_fetch("api", "prime", "sessions", method="POST", body=json.dumps(bad))
+        assert e.value.code == 400
+    with pytest.raises(HTTPClientError) as e:
+        await jp_fetch("api", "prime", "sessions", "nope")
+    assert e.value.code == 404
+    # Without credentials every user endpoint refuses; kernel endpoints want a token.
+    base = jp_base_url.rstrip("/")
+    for method, path in [
+        ("GET", "/api/prime/sessions"),
+        ("POST", "/api/prime/sessions"),
+        ("GET", f"/api/prime/sessions/{sid}"),
+        ("DELETE", f"/api/prime/sessions/{sid}"),
+        ("GET", f"/api/prime/sessions/{sid}/events"),
+        ("POST", f"/api/prime/sessions/{sid}/interrupt"),
+        ("GET", "/api/prime/models"),
+        ("GET", "/api/prime/kernel/whoami"),
+        ("POST", "/api/prime/kernel/sessions"),
+        ("GET", f"/api/prime/kernel/sessions/{sid}/answer"),
+    ]:
+        with pytest.raises(HTTPClientError) as e:
+            await http_server_client.fetch(
+                base + path,
+                method=method,
+                body="{}" if method == "POST" else None,
+                headers={"X-Prime-Token": "forged"}
+                if "kernel" in path and "whoami" not in path
+                else {},
+            )
+        assert e.value.code in (401, 403), (method, path, e.value.code)
+
+
+async def test_store_survives_a_new_daemon(daemon, script, tmp_path):
+    from prime_kernel.daemon.daemon import Daemon
+
+    model = script([{"code": "answer('kept')"}])
+    record = await daemon.create_session("keep me", model=model)
+    await daemon.wait(record["id"], 60)
+    # A second daemon over the same store (as after a restart) sees every acknowledged write.
+    other = Daemon(root_dir=daemon.root_dir, store_dir=daemon.store_dir)
+    again = other.session_json(record["id"])
+    assert again["state"] == "DONE" and again["answer_repr"] == "'kept'"
+    assert [e["kind"] for e in other.events(record["id"])][:2] == ["task", "state"]
