@@ -1,0 +1,1 @@
+"""Model providers served to litellm: the embedded local model and the scripted test model."""
