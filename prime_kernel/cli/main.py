@@ -7,9 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from . import remote, run, sessions
+from . import messages
 
 # Each module adds its subcommands and sets `func` on them.
-COMMAND_MODULES = [run, sessions, remote]
+COMMAND_MODULES = [run, sessions, remote, messages]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,6 +23,18 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--model", help="litellm model name (default: PRIME_MODEL or local/smollm2)")
     p.add_argument("--max-turns", type=int, help="model turns before the agent is stopped")
     p.add_argument("--name", help="a name for the session")
+    for key, unit in (
+        ("tokens", "tokens"),
+        ("dollars", "dollars"),
+        ("seconds", "seconds"),
+        ("turns", "model calls"),
+    ):
+        p.add_argument(
+            f"--budget-{key}",
+            type=float,
+            metavar="N",
+            help=f"stop the agent (and its sub-agents) after N {unit} in all",
+        )
     p.add_argument("--json", action="store_true", help="print a machine-readable result")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, only the answer")
     p.add_argument(
@@ -100,6 +112,9 @@ class Progress:
             text = "".join(_out_text(o) for o in data.get("outputs") or [])
             if text.strip():
                 line += "\n" + _block(_clip(text, 800), indent + "    ")
+        elif kind in ("mail_in", "mail_out"):
+            peer = f"from {data.get('sender')}" if kind == "mail_in" else f"to {data['to']}"
+            line = f"{tag} message {peer}: {_clip(data['message'], 400)}"
         elif kind == "child":
             line = f"{tag} started child {data['child_id']}: {_clip(data['prompt'], 80)}"
         elif kind == "answer":
@@ -129,7 +144,11 @@ async def _run_session(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     if daemon is None or daemon.pool is None:
         raise RuntimeError("the prime_kernel server extension did not start (see the log)")
     record = await daemon.create_session(
-        args.prompt, model=args.model, name=args.name, max_turns=args.max_turns
+        args.prompt,
+        model=args.model,
+        name=args.name,
+        max_turns=args.max_turns,
+        budget=args.budget,
     )
     sid = record["id"]
     progress = Progress(daemon, sid, sys.stderr if args.json else sys.stdout, args.quiet)
@@ -169,6 +188,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
     if not root.is_dir():
         raise CLIError(f"--root {root} is not a folder")
+    from ..daemon import budget as budget_mod
+    from ..daemon.errors import PrimeError
+
+    try:  # refused before a server starts
+        args.budget = budget_mod.parse({k: getattr(args, f"budget_{k}") for k in budget_mod.KEYS})
+    except PrimeError as e:
+        raise CLIError(e.message) from None
     if args.max_turns is not None and args.max_turns < 1:
         raise CLIError("--max-turns must be at least 1")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -22,12 +22,15 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import Bool, Float, Instance, Int, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
+from . import budget as budget_mod
 from . import usage as usage_mod
 from .errors import DepthExceeded, Forbidden, NotFound, PrimeError
 from .kernels import CellResult, KernelPool, KernelRunner
 from .loop import AgentLoop, TurnLimitReached
+from .mailbox import Mailbox
 from .models import Completion, ModelGateway
 from .observation import render
+from .passivation import Passivation
 from .scheduler import Scheduler
 from .states import SessionState, check_transition
 from .store import Store, new_id
@@ -108,6 +111,31 @@ class Daemon(LoggingConfigurable):
     prune_children_kernels = Bool(
         True, config=True, help="Shut a child's kernel down as soon as the child ends."
     )
+    default_budget = Instance(
+        dict,
+        kw={},
+        config=True,
+        help="Budget of a root session started without one: any of tokens, dollars, "
+        "seconds, turns (see prime_kernel.daemon.budget). Empty: no limit.",
+    )
+    message_max_bytes = Int(
+        64_000, config=True, help="Largest message (UTF-8 bytes) a send() may carry."
+    )
+    max_pending_messages = Int(
+        100, config=True, help="Unread messages a session's mailbox holds before sends fail."
+    )
+    message_rate_limit = Int(
+        60, config=True, help="Messages a sender may send per message_rate_window seconds."
+    )
+    message_rate_window = Float(
+        10.0, config=True, help="The window (seconds) message_rate_limit counts over."
+    )
+    idle_timeout = Float(
+        1800.0,
+        config=True,
+        help="Seconds an IDLE agent session waits before it is passivated (INACTIVE): its "
+        "REPL is snapshotted and its kernel shut down until a message revives it.",
+    )
 
     gateway_class = Type(ModelGateway, config=True, help="The model gateway implementation.")
     loop_class = Type(AgentLoop, config=True, help="The agent loop implementation.")
@@ -128,6 +156,9 @@ class Daemon(LoggingConfigurable):
         self.live: dict[str, LiveSession] = {}
         self._listeners: list[Listener] = []
         self._background: set[asyncio.Task[Any]] = set()
+        self.mailbox = Mailbox(self)
+        self.passivation = Passivation(self)
+        self.add_listener(self.passivation.on_event)
         self.pool: KernelPool | None = None
         self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
 
@@ -278,6 +309,7 @@ class Daemon(LoggingConfigurable):
             )
         model = self.resolve_model(model, parent)
         self.gateway.validate(model)  # before any kernel starts
+        budget = budget_mod.admit(self, parent_id, budget, self.default_budget)
         session_id = new_id("s")
         record: dict[str, Any] = {
             "id": session_id,
@@ -361,7 +393,8 @@ class Daemon(LoggingConfigurable):
         try:
             await self.scheduler.acquire(live.id)
             acquired = True
-            await self._attach_kernel(live)
+            if live.runner is None:  # a woken IDLE session still has its kernel
+                await self._attach_kernel(live)
             self._set_state(live, SessionState.RUNNING)
             loop = self.loop_class(self, live)
             await loop.run(int(live.record["options"].get("max_turns") or self.max_turns))
@@ -406,6 +439,7 @@ class Daemon(LoggingConfigurable):
             if result.status != "ok":
                 detail = render(result.outputs, status=result.status, limit=2000, timeout=0)
                 raise PrimeError(f"could not load the context in the child's REPL: {detail}")
+        await self.passivation.restore(live)  # a revived INACTIVE session gets its REPL back
 
     def _schedule_kernel_release(self, live: LiveSession) -> None:
         if live.runner is None:
@@ -440,6 +474,7 @@ class Daemon(LoggingConfigurable):
         """Called before every model call; raises to stop the session."""
         if live.cancelling:
             raise asyncio.CancelledError()
+        budget_mod.check(self, live)
 
     async def model_call(
         self, live: LiveSession, messages: list[dict[str, Any]], tools: bool
@@ -504,6 +539,7 @@ class Daemon(LoggingConfigurable):
         )
 
     def take_news(self, live: LiveSession) -> list[str]:
+        self.mailbox.absorb(live)  # unread messages are shown now, and so count as read
         news, live.news = live.news, []
         return news
 

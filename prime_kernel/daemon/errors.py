@@ -42,3 +42,23 @@ class Conflict(PrimeError):
 class Unauthorized(PrimeError):
     status = 401
     code = "unauthorized"
+
+
+class BudgetExceeded(Forbidden):
+    """A session (or an ancestor whose budget it draws on) has spent its budget."""
+
+    code = "budget_exceeded"
+
+
+class TooLarge(PrimeError):
+    status = 413
+    code = "too_large"
+
+
+class RateLimited(PrimeError):
+    status = 429
+    code = "rate_limited"
+
+
+class MailboxFull(RateLimited):
+    code = "mailbox_full"

@@ -13,7 +13,7 @@ import time
 from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
-from .client import DaemonClient, PrimeError
+from .client import BudgetExceeded, DaemonClient, PrimeError
 
 __all__ = [
     "FINAL",
@@ -48,6 +48,10 @@ class Cancelled(PrimeError):
 
 class ChildFailed(PrimeError):
     """The session ended in failure; `.error` says why, `.partial` holds any partial answer."""
+
+
+class ChildBudgetExceeded(ChildFailed, BudgetExceeded):
+    """The session stopped because its budget (or one above it) ran out."""
 
 
 def _check_timeout(timeout: float | None) -> None:
@@ -99,6 +103,14 @@ class Handle:
     def done(self) -> bool:
         return self.status in TERMINAL
 
+    def send(self, message: str) -> dict[str, Any]:
+        """Send `message` to this session (a receipt: delivered or queued)."""
+        from .messaging import send
+
+        receipt = send(self, message)
+        self.refresh()  # a woken session's earlier answer no longer settles a wait
+        return receipt  # type: ignore[return-value]
+
     def cancel(self) -> dict[str, Any]:
         """Cancel this session and everything it started."""
         out = client().request("DELETE", f"sessions/{self.session_id}")
@@ -136,7 +148,8 @@ class Handle:
             raise Cancelled(f"session {self.session_id} was cancelled", code="cancelled")
         if state == "FAILED":
             partial = self._answer() if record.get("has_answer") else None
-            err = ChildFailed(
+            over = bool((record.get("budget") or {}).get("exceeded"))
+            err = (ChildBudgetExceeded if over else ChildFailed)(
                 f"session {self.session_id} failed: {record.get('error')}",
                 code="failed",
                 data={"error": record.get("error"), "partial": partial},
@@ -333,14 +346,23 @@ _EXPORTS = {
     "FINAL": FINAL,
     "FINAL_VAR": FINAL_VAR,
     "Handle": Handle,
+    "Cancelled": Cancelled,
+    "ChildFailed": ChildFailed,
+    "BudgetExceeded": BudgetExceeded,
 }
 
 
+def _all_exports() -> dict[str, Any]:
+    from .messaging import EXPORTS  # messaging builds on this module
+
+    return {**_EXPORTS, **EXPORTS}
+
+
 def install(ipython: Any) -> None:
-    ipython.push(dict(_EXPORTS), interactive=False)
+    ipython.push(_all_exports(), interactive=False)
 
 
 def uninstall(ipython: Any) -> None:
-    for name, value in _EXPORTS.items():
+    for name, value in _all_exports().items():
         if ipython.user_ns.get(name) is value:
             del ipython.user_ns[name]

@@ -10,6 +10,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Instance, Type
 
 from ..daemon.daemon import Daemon
+from . import messaging_handlers
 from . import handlers, kernel_handlers
 
 SESSION_SCHEMA_ID = "https://events.prime-kernel.dev/prime_kernel/session/v1"
@@ -49,6 +50,7 @@ class PrimeApp(ExtensionApp):
     def initialize_handlers(self) -> None:
         self.handlers.extend(handlers.HANDLERS)
         self.handlers.extend(kernel_handlers.HANDLERS)
+        self.handlers.extend(messaging_handlers.HANDLERS)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Runs once the server listens, so the URL kernels call back to is known.

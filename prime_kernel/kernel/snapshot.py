@@ -1,0 +1,95 @@
+"""Saving and restoring a REPL namespace when the daemon passivates a session.
+
+The daemon runs `save()` in a silent cell before shutting an idle session's kernel down and
+`restore()` in the new kernel when a message revives it. Each prints one line the daemon reads:
+``PRIME_SNAPSHOT {json}``. Values travel as pickles through the daemon's blob store; modules by
+name; what cannot be pickled (or would not unpickle in a fresh kernel, like functions and
+classes defined in the REPL) is named, not lost silently.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import pickle
+import types
+from typing import Any
+
+from .primitives import _user_ns, client
+
+MARKER = "PRIME_SNAPSHOT "
+
+
+def _namespace() -> tuple[dict[str, Any], set[str]]:
+    """The live user namespace and the names IPython (or our install) put there itself."""
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+    except ImportError:
+        ip = None
+    if ip is None:
+        return _user_ns(), set()
+    return ip.user_ns, set(ip.user_ns_hidden)
+
+
+def _why_not(value: Any) -> str | None:
+    """Why `value` would not come back in a fresh kernel, or None if it should."""
+    if (inspect.isfunction(value) or inspect.isclass(value)) and value.__module__ == "__main__":
+        return "defined in the REPL"
+    if getattr(type(value), "__module__", None) == "__main__":
+        return "an instance of a class defined in the REPL"
+    return None
+
+
+def save() -> None:
+    ns, hidden = _namespace()
+    values: dict[str, bytes] = {}
+    modules: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+    for name, value in list(ns.items()):
+        if name.startswith("_") or name in hidden:
+            continue
+        if isinstance(value, types.ModuleType):
+            modules[name] = value.__name__
+            continue
+        reason = _why_not(value)
+        if reason is None:
+            try:
+                values[name] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as e:
+                reason = f"cannot be pickled: {type(e).__name__}: {e}"[:200]
+        if reason is not None:
+            skipped[name] = reason
+    data = pickle.dumps({"values": values, "modules": modules, "skipped": skipped})
+    blob = client().request("POST", "blobs", raw=data)
+    report = {
+        "blob_id": blob["blob_id"],
+        "size": len(data),
+        "saved": sorted([*values, *modules]),
+        "skipped": skipped,
+    }
+    print(MARKER + json.dumps(report))
+
+
+def restore() -> None:
+    import importlib
+
+    ns, _ = _namespace()
+    snap = pickle.loads(client().request("GET", "snapshot", binary=True))
+    restored: list[str] = []
+    failed: dict[str, str] = {}
+    for name, module in snap["modules"].items():
+        try:
+            ns[name] = importlib.import_module(module)
+            restored.append(name)
+        except Exception as e:
+            failed[name] = f"import {module} failed: {e}"[:200]
+    for name, data in snap["values"].items():
+        try:
+            ns[name] = pickle.loads(data)
+            restored.append(name)
+        except Exception as e:
+            failed[name] = f"{type(e).__name__}: {e}"[:200]
+    report = {"restored": sorted(restored), "failed": failed, "skipped": snap["skipped"]}
+    print(MARKER + json.dumps(report))
