@@ -22,6 +22,7 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import Bool, Float, Instance, Int, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
+from ..harness.harness import Harness
 from . import budget as budget_mod
 from . import usage as usage_mod
 from .errors import DepthExceeded, Forbidden, NotFound, PrimeError
@@ -139,6 +140,7 @@ class Daemon(LoggingConfigurable):
 
     gateway_class = Type(ModelGateway, config=True, help="The model gateway implementation.")
     loop_class = Type(AgentLoop, config=True, help="The agent loop implementation.")
+    harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
 
     kernel_manager = Instance(AsyncMultiKernelManager, allow_none=True)
     url = Unicode("", help="Base URL kernels call back to (set by the server adapter).")
@@ -152,6 +154,9 @@ class Daemon(LoggingConfigurable):
         self.tokens = TokenRegistry()
         self.gateway: ModelGateway = self.gateway_class()
         self.store = Store(self.store_dir)
+        self.harness: Harness = self.harness_class(
+            parent=self, daemon=self, project_dir=str(Path(self.store_dir) / "harness")
+        )
         self.scheduler = Scheduler(self.max_concurrent)
         self.live: dict[str, LiveSession] = {}
         self._listeners: list[Listener] = []
@@ -191,6 +196,7 @@ class Daemon(LoggingConfigurable):
         if self.pool:
             await self.pool.close()
         self.store.close()
+        self.harness.close()
         if _current is self:
             _current = None
 
@@ -258,6 +264,8 @@ class Daemon(LoggingConfigurable):
         self.record(live, "state", data)
         if state.terminal or (state == SessionState.IDLE and live.answered):
             live.settled.set()
+        if state.terminal:
+            self.harness.session_ended(live)
 
     def _own_usage(self, live: LiveSession) -> dict[str, Any]:
         u = dict(live.record.get("usage") or usage_mod.empty())
@@ -286,10 +294,18 @@ class Daemon(LoggingConfigurable):
         budget: dict[str, Any] | None = None,
         max_turns: int | None = None,
         persistent: bool = False,
+        spec: str | None = None,
     ) -> dict[str, Any]:
         """Admit a new agent session and start running it; returns its record at once."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise PrimeError("the prompt must be a non-empty string")
+        spec_entry = None
+        if spec is not None:
+            # A sub-agent spec fills in what the call leaves out: model, budget, max_turns.
+            spec_entry, spec_options = self.harness.spec(spec)
+            model = model or spec_options.get("model")
+            budget = budget if budget is not None else spec_options.get("budget")
+            max_turns = max_turns or spec_options.get("max_turns")
         if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
             raise PrimeError("max_turns must be a positive integer")
         if name is not None and not isinstance(name, str):
@@ -331,6 +347,8 @@ class Daemon(LoggingConfigurable):
             },
             "usage": usage_mod.empty(),
         }
+        if spec_entry is not None:
+            record["options"].update(spec=spec_entry.id, instructions=spec_entry.content)
         self.store.insert_session(record)
         live = self.live[session_id] = LiveSession(record)
         task_data: dict[str, Any] = {"prompt": prompt, "model": model, "budget": budget}
@@ -488,6 +506,7 @@ class Daemon(LoggingConfigurable):
             **self.model_kwargs,
         )
         self._account_model_call(live, completion)
+        self.harness.turn_taken(live)
         return completion
 
     def _account_model_call(self, live: LiveSession, completion: Completion) -> None:
@@ -545,7 +564,7 @@ class Daemon(LoggingConfigurable):
 
     def context_notes(self, live: LiveSession) -> str:
         """Extra system-prompt text for a session (harness notes, memories, skills)."""
-        return ""
+        return self.harness.context(live.record)
 
     # -- answers --------------------------------------------------------------------------
     def record_answer(self, live: LiveSession, data: bytes | None, text: str, kind: str) -> None:

@@ -53,12 +53,17 @@ class Forbidden(PrimeError, PermissionError):
     pass
 
 
+class Conflict(PrimeError):
+    """Someone else changed the thing since you read it (e.g. a harness entry)."""
+
+
 _BY_CODE: dict[str, type[PrimeError]] = {
     "depth_exceeded": DepthExceeded,
     "budget_exceeded": BudgetExceeded,
     "model_error": ModelError,
     "not_found": NotFound,
     "forbidden": Forbidden,
+    "conflict": Conflict,
 }
 
 

@@ -14,6 +14,7 @@ from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
 from .client import BudgetExceeded, DaemonClient, PrimeError
+from .harness import EXPORTS as HARNESS_EXPORTS
 
 __all__ = [
     "FINAL",
@@ -349,6 +350,7 @@ _EXPORTS = {
     "Cancelled": Cancelled,
     "ChildFailed": ChildFailed,
     "BudgetExceeded": BudgetExceeded,
+    **HARNESS_EXPORTS,
 }
 
 

@@ -10,8 +10,13 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Instance, Type
 
 from ..daemon.daemon import Daemon
-from . import messaging_handlers
-from . import handlers, kernel_handlers
+from . import (
+    handlers,
+    harness_handlers,
+    kernel_handlers,
+    kernel_harness_handlers,
+    messaging_handlers,
+)
 
 SESSION_SCHEMA_ID = "https://events.prime-kernel.dev/prime_kernel/session/v1"
 SCHEMA_PATH = Path(__file__).parent / "event_schemas" / "session" / "v1.yaml"
@@ -51,6 +56,7 @@ class PrimeApp(ExtensionApp):
         self.handlers.extend(handlers.HANDLERS)
         self.handlers.extend(kernel_handlers.HANDLERS)
         self.handlers.extend(messaging_handlers.HANDLERS)
+        self.handlers.extend(harness_handlers.HANDLERS + kernel_harness_handlers.HANDLERS)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Runs once the server listens, so the URL kernels call back to is known.

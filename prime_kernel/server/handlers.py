@@ -12,7 +12,7 @@ from .base import PrimeHandler, number_arg, prime_errors
 
 AUTH_RESOURCE = "prime"
 
-CREATE_FIELDS = ("model", "name", "budget", "max_turns", "persistent")
+CREATE_FIELDS = ("model", "name", "budget", "max_turns", "persistent", "spec")
 
 
 def create_options(body: dict[str, Any]) -> dict[str, Any]:

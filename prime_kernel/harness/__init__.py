@@ -1,0 +1,7 @@
+"""The Continual Harness (L3): notes, memories, skills and sub-agent specs as versioned files."""
+
+from __future__ import annotations
+
+from .harness import Harness
+
+__all__ = ["Harness"]
