@@ -6,11 +6,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import remote, run, sessions
+from . import export, remote, run, sessions
 from . import messages
 
 # Each module adds its subcommands and sets `func` on them.
-COMMAND_MODULES = [run, sessions, remote, messages]
+COMMAND_MODULES = [run, sessions, remote, messages, export]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -41,6 +41,11 @@ class TokenRegistry:
             stored = self._by_kernel.get(kernel_id, "")
         return kernel_id if hmac.compare_digest(stored, token) else None
 
+    def live_tokens(self) -> list[str]:
+        """Every token that works now (an export redacts them all)."""
+        with self._lock:
+            return list(self._by_token)
+
     def bind(self, kernel_id: str, session_id: str) -> None:
         with self._lock:
             self._session_of[kernel_id] = session_id

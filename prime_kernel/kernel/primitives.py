@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import pickle
 import time
 from collections.abc import Generator, Iterable, Sequence
@@ -23,6 +24,7 @@ __all__ = [
     "ChildFailed",
     "Handle",
     "answer",
+    "export",
     "llm",
     "llm_query",
     "llm_query_batched",
@@ -166,6 +168,19 @@ class Handle:
 
     def __await__(self) -> Generator[Any, None, Any]:
         return asyncio.to_thread(self.result).__await__()
+
+    def export(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        subtree: bool = False,
+        *,
+        force: bool = False,
+        with_context: bool = False,
+    ) -> str:
+        """Write this session's trajectory as a notebook; see `export()`."""
+        return export(
+            path, subtree, force=force, with_context=with_context, session_id=self.session_id
+        )
 
 
 def _rlm_request(
@@ -319,6 +334,33 @@ def FINAL_VAR(name: str) -> None:
     answer(ns[name])
 
 
+def export(
+    path: str | os.PathLike[str] | None = None,
+    subtree: bool = False,
+    *,
+    force: bool = False,
+    with_context: bool = False,
+    session_id: str | None = None,
+) -> str:
+    """Write this session's trajectory as a notebook and return the path written.
+
+    `path` defaults to `<session-id>.ipynb` in the working folder; with `subtree` it names a
+    folder holding one linked notebook per session below this one. An existing path is
+    refused unless `force`; `with_context` writes the session's `context` beside it. The
+    daemon writes the files, only under its root, and only for this session or its
+    descendants (`session_id`, as `Handle.export` does).
+    """
+    body = {
+        "session_id": session_id,
+        "path": None if path is None else os.fspath(path),
+        "cwd": os.getcwd(),
+        "subtree": bool(subtree),
+        "force": bool(force),
+        "with_context": bool(with_context),
+    }
+    return str(client().request("POST", "export", body, timeout=600)["path"])
+
+
 def load_context() -> Any:
     """This session's `context`, fetched from the daemon (large values travel by file)."""
     return pickle.loads(client().request("GET", "context", binary=True))
@@ -350,6 +392,7 @@ _EXPORTS = {
     "Cancelled": Cancelled,
     "ChildFailed": ChildFailed,
     "BudgetExceeded": BudgetExceeded,
+    "export": export,
     **HARNESS_EXPORTS,
 }
 

@@ -11,8 +11,10 @@ from traitlets import Bool, Instance, Type
 
 from ..daemon.daemon import Daemon
 from . import (
+    export_handlers,
     handlers,
     harness_handlers,
+    kernel_export_handlers,
     kernel_handlers,
     kernel_harness_handlers,
     messaging_handlers,
@@ -57,6 +59,7 @@ class PrimeApp(ExtensionApp):
         self.handlers.extend(kernel_handlers.HANDLERS)
         self.handlers.extend(messaging_handlers.HANDLERS)
         self.handlers.extend(harness_handlers.HANDLERS + kernel_harness_handlers.HANDLERS)
+        self.handlers.extend(export_handlers.HANDLERS + kernel_export_handlers.HANDLERS)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Runs once the server listens, so the URL kernels call back to is known.

@@ -1,0 +1,104 @@
+"""GET /api/prime/sessions/{id}/export: a session's trajectory as a notebook.
+
+Without `path` the response is the .ipynb itself (a download). With `?path=rel/out.ipynb` the
+notebook is written under the server root instead (`subtree=1` writes a folder of linked
+notebooks, `force=1` replaces an earlier export, `with_context=1` writes the context beside it);
+a path outside the root is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..daemon.errors import PrimeError
+from ..export import NotebookExporter, Redactor, daemon_secrets, export_to, under_root
+from ..export.redact import config_secrets
+from .base import PrimeHandler, prime_errors
+from .handlers import UserHandler
+
+_TRUE = ("1", "true", "yes")
+
+
+def flag(handler: web.RequestHandler, name: str) -> bool:
+    value = handler.get_argument(name, "0").strip().lower()
+    if value not in (*_TRUE, "0", "false", "no", ""):
+        raise PrimeError(f"{name} must be 1 or 0, not {value!r}")
+    return value in _TRUE
+
+
+def exporter(handler: PrimeHandler) -> NotebookExporter:
+    """An exporter configured from the server's config that redacts everything it knows."""
+    serverapp = handler.serverapp
+    secrets = daemon_secrets(handler.daemon)
+    secrets.add(getattr(serverapp.identity_provider, "token", "") or "")
+    secrets |= config_secrets(serverapp.config)
+    return NotebookExporter(
+        parent=handler.extensionapp, daemon=handler.daemon, redactor=Redactor(secrets)
+    )
+
+
+async def write_export(
+    handler: PrimeHandler,
+    session_id: str,
+    target: Path,
+    *,
+    subtree: bool,
+    force: bool,
+    with_context: bool,
+) -> list[Path]:
+    """Export to `target` off the event loop; the files written."""
+    return await asyncio.to_thread(
+        export_to,
+        exporter(handler),
+        session_id,
+        target,
+        subtree=subtree,
+        force=force,
+        with_context=with_context,
+    )
+
+
+class ExportHandler(UserHandler):
+    @web.authenticated
+    @authorized
+    @prime_errors
+    async def get(self, session_id: str) -> None:
+        path = self.get_argument("path", None)
+        subtree, force = flag(self, "subtree"), flag(self, "force")
+        with_context = flag(self, "with_context")
+        if not path:
+            if subtree or force:
+                raise PrimeError("subtree and force apply to a written export: give ?path=")
+            nb = await asyncio.to_thread(
+                exporter(self).notebook_bytes, session_id, with_context=with_context
+            )
+            self.set_header("Content-Type", "application/x-ipynb+json")
+            self.set_header("Content-Disposition", f'attachment; filename="{session_id}.ipynb"')
+            self.finish(nb)
+            return
+        self.daemon.session_json(session_id)  # an unknown id is a 404 before any path check
+        target = under_root(self.daemon.root_dir, path)
+        files = await write_export(
+            self, session_id, target, subtree=subtree, force=force, with_context=with_context
+        )
+        root = Path(self.daemon.root_dir).resolve()
+        self.write_json(
+            {
+                "session_id": session_id,
+                "path": str(target.relative_to(root)),
+                "files": [str(f.relative_to(root)) for f in files],
+            },
+            status=201,
+        )
+
+
+_ID = r"(?P<session_id>[A-Za-z0-9_-]+)"
+
+HANDLERS: list[tuple[str, Any]] = [
+    (rf"/api/prime/sessions/{_ID}/export", ExportHandler),
+]

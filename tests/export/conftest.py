@@ -1,0 +1,69 @@
+"""Helpers for the export tests: run scripted sessions to the end, read notebooks back."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from jupyter_client.session import Session
+
+from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.export import NotebookExporter
+
+# A 1x1 red PNG.
+PNG_B64 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5E"
+    "rkJggg=="
+)
+SHOW_PNG = (
+    "import base64\nfrom IPython.display import Image, display\n"
+    f"display(Image(data=base64.b64decode({PNG_B64!r})))"
+)
+assert base64.b64decode(PNG_B64).startswith(b"\x89PNG")
+
+
+async def finish(daemon: Daemon, prompt: str, model: str, **options: Any) -> dict[str, Any]:
+    """Run a root session to its end; its record."""
+    record = await daemon.create_session(prompt, model=model, **options)
+    return await daemon.wait(record["id"], 60)
+
+
+async def person_runs(daemon: Daemon, session_id: str, code: str) -> None:
+    """Run `code` in a session's kernel as a person at a console would (their own client)."""
+    assert daemon.kernel_manager is not None
+    km = daemon.kernel_manager.get_kernel(daemon.live[session_id].record["kernel_id"])
+    client = km.client(session=Session(key=km.session.key))
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=30)
+        await client.execute_interactive(code, timeout=30)
+    finally:
+        client.stop_channels()
+
+
+def read(path: Path) -> nbformat.NotebookNode:
+    """A notebook from disk, validated."""
+    nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    nbformat.validate(nb)
+    return nb
+
+
+def by_kind(nb: nbformat.NotebookNode, kind: str) -> list[nbformat.NotebookNode]:
+    return [c for c in nb.cells if c.metadata.get("prime", {}).get("kind") == kind]
+
+
+def code_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def text_of(nb: nbformat.NotebookNode) -> str:
+    return json.dumps(nb)
+
+
+@pytest.fixture
+def exporter(daemon: Daemon) -> NotebookExporter:
+    return NotebookExporter(daemon=daemon)
