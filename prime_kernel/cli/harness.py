@@ -1,0 +1,391 @@
+"""`prime-agent harness ...`, `prime-agent refine` and `prime-agent refinements`.
+
+These work offline on the harness files and their history under --root (no server needed); a
+running server sees the same files and notices every change on its next read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..daemon.daemon import Daemon
+from ..daemon.errors import PrimeError
+from ..harness import entries as E
+from ..harness import interop, refine
+from ..harness.harness import Harness
+from .common import dump_json, fmt_time
+
+
+def add_commands(sub: Any) -> None:
+    p = sub.add_parser("harness", help="list, show, edit and roll back harness entries")
+    hs = p.add_subparsers(dest="harness_command", metavar="ACTION")
+    hs.required = True
+
+    q = hs.add_parser("list", help="entries of every kind (or --kind)")
+    q.add_argument("--kind")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_list)
+
+    q = hs.add_parser("show", help="one entry (or one of its versions)")
+    _entry_args(q)
+    q.add_argument("--version", type=int, help="show this version's files")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_show)
+
+    for name, helptext in (("new", "create an entry"), ("edit", "change an entry")):
+        q = hs.add_parser(name, help=helptext + " (edit with no fields opens $EDITOR)")
+        _entry_args(q)
+        q.add_argument("--title")
+        q.add_argument("--content", help="the text ('-' reads standard input)")
+        q.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=YAML",
+            help="a metadata field, e.g. --set model=openai/gpt-4o (repeatable)",
+        )
+        q.add_argument("--reason", default="")
+        if name == "new":
+            q.add_argument("--scope", choices=["project", "global"], default="project")
+        else:
+            q.add_argument("--base-version", type=int, help="refuse if the entry moved past this")
+        q.set_defaults(func=cmd_new if name == "new" else cmd_edit)
+
+    q = hs.add_parser("rm", help="delete an entry (its history stays)")
+    _entry_args(q)
+    q.add_argument("--reason", default="")
+    q.set_defaults(func=cmd_rm)
+
+    q = hs.add_parser("history", help="every version of an entry (--diff A [B] for a diff)")
+    _entry_args(q)
+    q.add_argument("--diff", nargs="+", type=int, metavar="VERSION")
+    q.set_defaults(func=cmd_history)
+
+    q = hs.add_parser("rollback", help="restore an entry's files as they were at VERSION")
+    _entry_args(q)
+    q.add_argument("version", type=int)
+    q.set_defaults(func=cmd_rollback)
+
+    q = hs.add_parser("import", help="import a harness_state.json or a folder of SKILL.md")
+    q.add_argument("path")
+    q.add_argument("--replace", action="store_true", help="update entries that exist")
+    q.set_defaults(func=cmd_import)
+
+    q = hs.add_parser("export", help="write the harness as a folder of files")
+    q.add_argument("path")
+    q.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("refine", help="ask a model to improve the harness from recent sessions")
+    p.add_argument("instructions", nargs="*", help="what to focus on")
+    p.add_argument("--session", help="use this session (and its children) as the evidence")
+    p.add_argument(
+        "--model", help="the model to ask (default: Harness.refine_model or PRIME_MODEL)"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_refine)
+
+    p = sub.add_parser("refinements", help="list, review and roll back refinements")
+    p.add_argument(
+        "action",
+        nargs="?",
+        default="list",
+        choices=["list", "show", "approve", "reject", "rollback"],
+    )
+    p.add_argument("id", nargs="?", help="the refinement")
+    p.add_argument("edits", nargs="*", type=int, help="edit numbers (default: all pending)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_refinements)
+
+
+def _entry_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("kind", help="note, memory, skill or spec")
+    p.add_argument("id")
+
+
+def _daemon(args: argparse.Namespace) -> Daemon:
+    root = Path(args.root).resolve()
+    if not root.is_dir():
+        from .main import CLIError
+
+        raise CLIError(f"--root {root} is not a folder")
+    return Daemon(root_dir=str(root))
+
+
+def _run(args: argparse.Namespace, action: Any) -> int:
+    """Run `action(harness, daemon)`, reporting PrimeErrors as CLI errors."""
+    from .main import CLIError
+
+    daemon = _daemon(args)
+    try:
+        return int(action(daemon.harness, daemon) or 0)
+    except PrimeError as e:
+        raise CLIError(e.message, exit_code=1) from None
+    finally:
+        daemon.harness.close()
+        daemon.store.close()
+
+
+def _metadata(pairs: list[str], base: dict[str, Any]) -> dict[str, Any] | None:
+    from .main import CLIError
+
+    if not pairs:
+        return None
+    out = dict(base)
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CLIError(f"--set wants KEY=VALUE, not {pair!r}")
+        try:
+            out[key] = yaml.safe_load(value) if value else None
+        except yaml.YAMLError as e:
+            raise CLIError(f"--set {key}: the value is not YAML: {e}") from None
+        if out[key] is None:
+            del out[key]
+    return out
+
+
+def _content(value: str | None) -> str | None:
+    return sys.stdin.read() if value == "-" else value
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    def action(h: Harness, _: Daemon) -> int:
+        entries, errors = h.list(args.kind)
+        if args.json:
+            print(
+                dump_json({"entries": [e.to_json(full=False) for e in entries], "errors": errors})
+            )
+            return 0
+        if not entries and not errors:
+            print(f"no harness entries (files go in {h.files.root('project')})")
+        for e in entries:
+            print(f"{e.kind:<7} {e.id:<28} v{e.version:<3} {e.scope:<8} {e.summary()}")
+        for x in errors:
+            print(f"{x['kind']:<7} {x['id']:<28} BROKEN  {x['message']}")
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    def action(h: Harness, _: Daemon) -> int:
+        if args.version:
+            v = h.version(args.kind, args.id, args.version)
+            if args.json:
+                print(dump_json(v))
+                return 0
+            print(f"{v['kind']} {v['id']} version {v['version']} ({v['op']} by {v['author']})")
+            for name, text in (v["after"] or {}).items():
+                print(f"── {name}\n{text}")
+            return 0
+        e = h.get(args.kind, args.id)
+        if args.json:
+            print(dump_json(e.to_json()))
+            return 0
+        print(f"# {e.kind} {e.id} · version {e.version} · {e.scope}")
+        print(f"# {h.files.location(e.scope, e.kind, e.id)}")
+        for name, text in E.render(e).items():
+            print(text if name in ("entry.md", "SKILL.md") else f"── {name}\n{text}")
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    def action(h: Harness, _: Daemon) -> int:
+        e = h.create(
+            args.kind,
+            args.id,
+            title=args.title or "",
+            content=_content(args.content) or "",
+            metadata=_metadata(args.set, {}),
+            scope=args.scope,
+            author="user",
+            reason=args.reason,
+        )
+        print(
+            f"created {e.kind} {e.id} (version {e.version}): "
+            f"{h.files.location(e.scope, e.kind, e.id)}"
+        )
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    def action(h: Harness, _: Daemon) -> int:
+        if args.title is None and args.content is None and not args.set:
+            return _open_editor(h, args)
+        old = h.get(args.kind, args.id)
+        e = h.update(
+            args.kind,
+            args.id,
+            title=args.title,
+            content=_content(args.content),
+            metadata=_metadata(args.set, old.metadata),
+            base_version=args.base_version,
+            author="user",
+            reason=args.reason,
+        )
+        print(f"updated {e.kind} {e.id} to version {e.version}")
+        return 0
+
+    return _run(args, action)
+
+
+def _open_editor(h: Harness, args: argparse.Namespace) -> int:
+    e = h.get(args.kind, args.id)
+    path = h.files.location(e.scope, e.kind, e.id)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    subprocess.run([*editor.split(), str(path)], check=False)
+    after = h.get(args.kind, args.id)  # notices the edit and versions it
+    if after.version == e.version:
+        print("no change")
+    else:
+        print(f"updated {after.kind} {after.id} to version {after.version}")
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    def action(h: Harness, _: Daemon) -> int:
+        out = h.delete(args.kind, args.id, author="user", reason=args.reason)
+        print(
+            f"deleted {out['kind']} {out['id']} (version {out['version']}; "
+            "`prime-agent harness rollback` restores it)"
+        )
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    def action(h: Harness, _: Daemon) -> int:
+        if args.diff:
+            b = args.diff[1] if len(args.diff) > 1 else None
+            print(h.diff(args.kind, args.id, args.diff[0], b), end="")
+            return 0
+        for v in h.history(args.kind, args.id):
+            why = f" — {v['reason']}" if v["reason"] else ""
+            cites = ", ".join(
+                str(x.get("session_id", x)) for x in v["evidence"] if isinstance(x, dict)
+            )
+            cites = f" [evidence: {cites}]" if cites else ""
+            print(f"v{v['version']:<3} {fmt_time(v['ts'])}  {v['op']:<8} {v['author']}{why}{cites}")
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    def action(h: Harness, _: Daemon) -> int:
+        v = h.rollback(args.kind, args.id, args.version, author="user")
+        print(
+            f"{v['kind']} {v['id']} restored to version {args.version} (now version {v['version']})"
+        )
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    def action(h: Harness, _: Daemon) -> int:
+        out = interop.import_path(h, args.path, replace=args.replace)
+        print(
+            f"created {len(out['created'])}, updated {len(out['updated'])}, "
+            f"skipped {len(out['skipped'])}"
+        )
+        for item in out["skipped"]:
+            print(f"  skipped {item}")
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    def action(h: Harness, _: Daemon) -> int:
+        out = interop.export(h, args.path)
+        print(f"wrote {out['entries']} entries to {out['folder']}")
+        return 0
+
+    return _run(args, action)
+
+
+def print_refinement(r: dict[str, Any]) -> None:
+    print(f"refinement {r['id']} · {r['status']} · {fmt_time(r['created'])} · by {r['author']}")
+    if r.get("error"):
+        print(f"  error: {r['error']}")
+    for key in ("summary", "rationale", "expected_outcome"):
+        if r.get(key):
+            print(f"  {key.replace('_', ' ')}: {r[key]}")
+    for e in r["edits"]:
+        note = f" — {e['note']}" if e.get("note") else ""
+        print(
+            f"  [{e['index']}] {e['status']:<8} {e['op']} {e['kind']} {e['id']}: "
+            f"{e.get('reason', '')}{note}"
+        )
+
+
+def cmd_refine(args: argparse.Namespace) -> int:
+    def action(h: Harness, daemon: Daemon) -> int:
+        if args.model:
+            h.refine_model = args.model
+        record = asyncio.run(
+            refine.refine(
+                daemon,
+                instructions=" ".join(args.instructions) or None,
+                author="user",
+                trigger="prime-agent refine",
+                session_id=args.session,
+            )
+        )
+        if args.json:
+            print(dump_json(record))
+        else:
+            print_refinement(record)
+            if record["status"] == "proposed":
+                print(f"review: prime-agent refinements approve {record['id']} [EDIT ...]")
+        return 1 if record["status"] in ("invalid", "failed") else 0
+
+    return _run(args, action)
+
+
+def cmd_refinements(args: argparse.Namespace) -> int:
+    from .main import CLIError
+
+    def action(h: Harness, daemon: Daemon) -> int:
+        if args.action == "list":
+            rows = h.versions().refinements()
+            if args.json:
+                print(dump_json(rows))
+            for r in rows:
+                print(
+                    f"{r['id']}  {r['status']:<11} {fmt_time(r['created'])}  "
+                    f"{r['summary'] or r.get('error') or ''}"
+                )
+            return 0
+        if not args.id:
+            raise CLIError(f"`refinements {args.action}` needs a refinement id")
+        edits = args.edits or None
+        if args.action == "show":
+            record = refine.get_refinement(h, args.id)
+        elif args.action == "approve":
+            record = refine.apply_edits(daemon, args.id, edits)
+        elif args.action == "reject":
+            record = refine.reject_edits(h, args.id, edits)
+        else:
+            record = refine.rollback_refinement(h, args.id)
+        if args.json:
+            print(dump_json(record))
+        else:
+            print_refinement(record)
+        return 0
+
+    return _run(args, action)

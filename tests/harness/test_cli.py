@@ -1,0 +1,112 @@
+"""`prime-agent harness ...` and `prime-agent refine` offline, on the files and the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from prime_kernel.cli.main import main
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "work").mkdir()
+    return tmp_path / "work"
+
+
+def run(root: Path, *argv: str) -> int:
+    return main(["--root", str(root), *argv])
+
+
+def test_cli_edit_history_rollback(root: Path, capsys: pytest.CaptureFixture[str]):
+    assert (
+        run(
+            root,
+            "harness",
+            "new",
+            "spec",
+            "reviewer",
+            "--title",
+            "Reviews code",
+            "--content",
+            "Review it.",
+            "--set",
+            "max_turns=3",
+        )
+        == 0
+    )
+    path = root / ".prime" / "harness" / "specs" / "reviewer.md"
+    assert "max_turns: 3" in path.read_text()
+    assert (
+        run(
+            root,
+            "harness",
+            "edit",
+            "spec",
+            "reviewer",
+            "--content",
+            "Review it twice.",
+            "--reason",
+            "be thorough",
+        )
+        == 0
+    )
+    assert (
+        run(root, "harness", "edit", "spec", "reviewer", "--content", "x", "--base-version", "1")
+        == 1
+    )
+    assert "now version 2" in capsys.readouterr().err
+    assert run(root, "harness", "list") == 0
+    assert "spec    reviewer" in capsys.readouterr().out
+    assert run(root, "harness", "history", "spec", "reviewer") == 0
+    out = capsys.readouterr().out
+    assert "v1" in out and "v2" in out and "be thorough" in out
+    assert run(root, "harness", "history", "spec", "reviewer", "--diff", "1", "2") == 0
+    assert "+Review it twice." in capsys.readouterr().out
+    assert run(root, "harness", "rollback", "spec", "reviewer", "1") == 0
+    assert "Review it.\n" in path.read_text() and "twice" not in path.read_text()
+    assert run(root, "harness", "rollback", "spec", "reviewer", "9") == 1
+    assert "has no version 9" in capsys.readouterr().err
+    assert run(root, "harness", "show", "note", "../x") == 1
+    assert "invalid id '../x'" in capsys.readouterr().err
+    assert run(root, "harness", "rm", "spec", "reviewer") == 0
+    assert not path.exists()
+
+
+def test_cli_refine_and_review(root: Path, script, capsys: pytest.CaptureFixture[str]):
+    model = script(
+        [
+            {
+                "text": json.dumps(
+                    {
+                        "summary": "Add a note",
+                        "rationale": "r",
+                        "expected_outcome": "o",
+                        "edits": [
+                            {
+                                "op": "create",
+                                "kind": "note",
+                                "id": "be-brief",
+                                "content": "Be brief.",
+                                "reason": "long answers",
+                            }
+                        ],
+                    }
+                )
+            }
+        ]
+    )
+    assert run(root, "refine", "--model", model, "shorter", "answers") == 0
+    out = capsys.readouterr().out
+    assert "proposed" in out and "[0] pending  create note be-brief" in out
+    rid = out.split()[1]
+    assert not (root / ".prime" / "harness" / "notes" / "be-brief.md").exists()
+    assert run(root, "refinements", "approve", rid) == 0
+    assert (root / ".prime" / "harness" / "notes" / "be-brief.md").is_file()
+    assert run(root, "refinements", "rollback", rid) == 0
+    assert not (root / ".prime" / "harness" / "notes" / "be-brief.md").exists()
+    assert run(root, "refine", "--session", "nope") == 1
+    assert "no session nope" in capsys.readouterr().err
