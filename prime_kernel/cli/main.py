@@ -8,9 +8,10 @@ from collections.abc import Sequence
 
 from . import export, remote, run, sessions
 from . import messages
+from . import harness as harness_cli
 
 # Each module adds its subcommands and sets `func` on them.
-COMMAND_MODULES = [run, sessions, remote, messages, export]
+COMMAND_MODULES = [run, sessions, remote, messages, export, harness_cli]
 
 
 def build_parser() -> argparse.ArgumentParser:
