@@ -501,25 +501,33 @@ def refine_command(message: str) -> str | None:
     return text[len("/refine") :].strip()
 
 
-async def handle_command(daemon: Daemon, live: LiveSession, message: str) -> dict[str, Any] | None:
-    """Run `/refine` sent to an agent (its own session as the evidence); None for other text."""
+async def handle_command(daemon: Daemon, session_id: str, message: Any) -> dict[str, Any] | None:
+    """Run `/refine` sent to an agent, with its session (and children) as the evidence.
+
+    Returns a receipt shaped like a message receipt (plus the refinement), or None when the
+    message is not a `/refine` command and should be delivered as usual.
+    """
     instructions = refine_command(message)
     if instructions is None:
         return None
+    target = daemon._record(session_id)  # a clear NotFound for unknown sessions
     record = await refine(
         daemon,
         instructions=instructions or None,
         author="user",
-        trigger=f"/refine sent to {live.id}",
-        session_id=live.id,
+        trigger=f"/refine sent to {session_id}",
+        session_id=session_id,
     )
-    daemon.record(
-        live,
-        "refinement",
-        {
-            "refinement_id": record["id"],
-            "status": record["status"],
-            "summary": record.get("summary", ""),
-        },
-    )
-    return record
+    note = {"refinement_id": record["id"], "status": record["status"]}
+    live = daemon.live.get(session_id)
+    if live is not None:
+        daemon.record(live, "refinement", note)
+    else:
+        daemon.store.append_event(session_id, "refinement", note)
+    return {
+        "status": f"refinement {record['status']}",
+        "to": session_id,
+        "state": target["state"],
+        "message_id": record["id"],
+        "refinement": record,
+    }

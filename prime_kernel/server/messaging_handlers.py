@@ -19,6 +19,7 @@ from jupyter_server.auth.decorator import allow_unauthenticated, authorized
 from tornado import web
 
 from ..daemon.errors import PrimeError
+from ..harness import refine
 from .base import number_arg, prime_errors
 from .handlers import UserHandler
 from .kernel_handlers import MAX_WAIT, KernelHandler
@@ -39,6 +40,11 @@ class UserMessagesHandler(UserHandler):
     async def post(self, session_id: str) -> None:
         body = self.json_body()
         _fields(body, {"message"})
+        # `/refine [instructions]` to an agent refines the harness from its session instead.
+        receipt = await refine.handle_command(self.daemon, session_id, body.get("message"))
+        if receipt is not None:
+            self.write_json(receipt, status=201)
+            return
         receipts = self.daemon.mailbox.send(None, session_id, body.get("message"))
         self.write_json(receipts[0], status=201)
 

@@ -267,3 +267,35 @@ def test_refine_command_parsing():
     assert refine.refine_command("  /refine be terse ") == "be terse"
     assert refine.refine_command("/refinement") is None
     assert refine.refine_command("please /refine") is None
+
+
+async def test_refine_sent_as_a_message_to_an_agent(daemon: Daemon, script, jp_fetch):
+    daemon.harness.refine_model = script(
+        [
+            reply(
+                {
+                    "op": "create",
+                    "kind": "note",
+                    "id": "from-message",
+                    "content": "x",
+                    "reason": "r",
+                }
+            )
+        ]
+    )
+    sid = await failed_session(daemon, script)
+    resp = await jp_fetch(
+        "api",
+        "prime",
+        "sessions",
+        sid,
+        "messages",
+        method="POST",
+        body=json.dumps({"message": "/refine focus on division"}),
+    )
+    receipt = json.loads(resp.body)
+    record = receipt["refinement"]
+    assert receipt["status"] == "refinement proposed" and receipt["to"] == sid
+    assert record["instructions"] == "focus on division" and record["evidence"] == [sid]
+    assert daemon.events(sid)[-1]["kind"] == "refinement"
+    assert daemon.store.pending_messages(sid) == []  # not delivered as a message
