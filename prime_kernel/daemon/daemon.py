@@ -175,7 +175,11 @@ class Daemon(LoggingConfigurable):
             self.kernel_manager = AsyncMultiKernelManager()
         self._recover()
         await self.gateway.ready()
-        self.pool = KernelPool(self.kernel_manager, self.kernel_name, self.pool_size)
+        # Agents work in the root (their relative paths, exports included, land there).
+        root = str(Path(self.root_dir).resolve())
+        self.pool = KernelPool(
+            self.kernel_manager, self.kernel_name, self.pool_size, lambda: {"cwd": root}
+        )
         self.pool.runner_kwargs = {"max_output_bytes": self.max_cell_output_bytes}
         self.pool.fill()
 

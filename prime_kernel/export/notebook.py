@@ -382,7 +382,10 @@ def _budget(budget: Any) -> str:
 
 def _mail(cid: str, kind: str, data: dict[str, Any]) -> NotebookNode:
     if kind == "mail_in":
-        head = f"**Message from** `{data.get('from')}`"
+        peer = str(data.get("from"))
+        name = data.get("sender")
+        who = "the user" if peer == "user" else f"`{peer}`" + (f" ({name})" if name else "")
+        head = f"**Message from** {who}"
     else:
         head = f"**Message sent to** `{data.get('to')}`"
     text = f"{head}\n\n{_quote(_text(data.get('message', '')))}"

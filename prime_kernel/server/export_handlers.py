@@ -77,9 +77,8 @@ class ExportHandler(UserHandler):
             nb = await asyncio.to_thread(
                 exporter(self).notebook_bytes, session_id, with_context=with_context
             )
-            self.set_header("Content-Type", "application/x-ipynb+json")
             self.set_header("Content-Disposition", f'attachment; filename="{session_id}.ipynb"')
-            self.finish(nb)
+            self.finish(nb, set_content_type="application/x-ipynb+json")
             return
         self.daemon.session_json(session_id)  # an unknown id is a 404 before any path check
         target = under_root(self.daemon.root_dir, path)

@@ -190,7 +190,11 @@ def test_record_only_events_render_and_validate(tmp_path):
         }
     )
     events = [
-        ("mail_in", {"from": "sparent", "message": "hello\nthere", "message_id": "m1"}),
+        (
+            "mail_in",
+            {"from": "user", "sender": "user", "message": "hello\nthere", "message_id": "m1"},
+        ),
+        ("mail_in", {"from": "sparent", "sender": "boss", "message": "go", "message_id": "m3"}),
         ("mail_out", {"to": "sparent", "message": {"n": 1}, "message_id": "m2"}),
         (
             "cell",
@@ -232,7 +236,9 @@ def test_record_only_events_render_and_validate(tmp_path):
         daemon.store.append_event(sid, kind, data)
     exporter = NotebookExporter(daemon=daemon, max_cell_data_chars=50)
     nb = exporter.notebook(sid)
-    assert "> hello\n> there" in by_kind(nb, "mail_in")[0].source
+    from_user, from_parent = by_kind(nb, "mail_in")
+    assert "from** the user\n\n> hello\n> there" in from_user.source
+    assert "from** `sparent` (boss)" in from_parent.source
     assert "Message sent to" in by_kind(nb, "mail_out")[0].source
     timeout, result = code_cells(nb)
     assert "interrupted" in timeout.outputs[-1].text and timeout.execution_count is None

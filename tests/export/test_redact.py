@@ -1,0 +1,97 @@
+"""Secrets never leave in an export: env keys, config keys, kernel tokens, the server token."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+
+from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.export import Redactor, daemon_secrets
+from prime_kernel.export.redact import REDACTED, config_secrets, environment_secrets
+
+from .conftest import finish
+
+PLANTED = "sk-planted-0123456789abcdef"
+
+
+def test_environment_names_that_hold_secrets():
+    env = {
+        "OPENAI_API_KEY": "sk-aaaaaaaaaaaa",
+        "GITHUB_TOKEN": "ghp_bbbbbbbbbbbb",
+        "MY_SECRET": "cccccccccccc",
+        "AWS_SECRET_ACCESS_KEY": "dddddddddddd",
+        "WATSONX_APIKEY": "eeeeeeeeeeee",
+        "HOME": "/home/someone",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    assert environment_secrets(env) == {
+        "sk-aaaaaaaaaaaa",
+        "ghp_bbbbbbbbbbbb",
+        "cccccccccccc",
+        "dddddddddddd",
+        "eeeeeeeeeeee",
+    }
+
+
+def test_config_values_under_key_like_names():
+    config = {
+        "Daemon": {"model_kwargs": {"api_key": "k-1234567890", "temperature": 0.2}},
+        "IdentityProvider": {"token": "t-1234567890"},
+        "Other": [{"password": "p-1234567890"}, {"name": "not-a-secret"}],
+    }
+    assert config_secrets(config) == {"k-1234567890", "t-1234567890", "p-1234567890"}
+
+
+def test_redactor_replaces_everywhere_longest_first():
+    redactor = Redactor(["abcdefgh", "abcdefgh-longer", "short", None, ""])
+    assert redactor.count == 2  # values under 8 characters would blank ordinary words
+    node = nbformat.from_dict({"a": ["x abcdefgh-longer y", {"abcdefgh": "abcdefgh"}], "n": 3})
+    out = redactor.value(node)
+    assert out == {"a": [f"x {REDACTED} y", {REDACTED: REDACTED}], "n": 3}
+    assert isinstance(out, nbformat.NotebookNode) and isinstance(out["a"][1], dict)
+    assert Redactor([]).text("abcdefgh") == "abcdefgh"
+
+
+def test_daemon_secrets_include_config_env_and_live_tokens(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-123456789")
+    daemon = Daemon(root_dir=str(tmp_path), model_kwargs={"api_key": "from-config-123"})
+    token = daemon.tokens.mint("kernel-1")
+    found = daemon_secrets(daemon)
+    assert {"sk-ant-123456789", "from-config-123", token} <= found
+    daemon.store.close()
+
+
+async def test_planted_secrets_are_gone_from_the_export(
+    daemon, script, exporter, jp_fetch, jp_serverapp, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    server_token = jp_serverapp.identity_provider.token
+    assert len(server_token) >= 8
+    model = script(
+        [
+            {"text": f"The key is {PLANTED}.", "code": f"key = {PLANTED!r}\nprint(key)"},
+            {"code": "import os\nprint(os.environ['PRIME_TOKEN'])"},
+            {"code": f"print({server_token!r})\nkey"},
+            {"code": "answer(key)"},
+        ]
+    )
+    record = await finish(daemon, f"Keep {PLANTED} safe", model)
+    assert record["state"] == "DONE"
+    kernel_token = daemon.tokens.live_tokens()
+    raw = json.dumps(daemon.events(record["id"]))
+    assert PLANTED in raw and server_token in raw  # planted for real
+    assert any(t in raw for t in kernel_token)
+
+    resp = await jp_fetch("api", "prime", "sessions", record["id"], "export")
+    text = resp.body.decode()
+    nb = nbformat.reads(text, as_version=4)
+    nbformat.validate(nb)
+    for secret in [PLANTED, server_token, *kernel_token]:
+        assert secret not in text
+    assert REDACTED in nb.cells[0].source  # the task, in the header
+    assert REDACTED in nb.metadata.prime.prompt
+    outputs = [c.outputs for c in nb.cells if c.cell_type == "code"]
+    assert outputs[0][0].text == f"{REDACTED}\n"
+    assert outputs[1][0].text == f"{REDACTED}\n"
+    assert outputs[2][1].data["text/plain"] == f"'{REDACTED}'"
