@@ -8,6 +8,7 @@ from typing import Any
 
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.harness import refine
+from tests.conftest import wait_for
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -299,3 +300,16 @@ async def test_refine_sent_as_a_message_to_an_agent(daemon: Daemon, script, jp_f
     assert record["instructions"] == "focus on division" and record["evidence"] == [sid]
     assert daemon.events(sid)[-1]["kind"] == "refinement"
     assert daemon.store.pending_messages(sid) == []  # not delivered as a message
+
+
+async def test_automatic_refinement_after_a_failure_respects_the_cool_down(daemon: Daemon, script):
+    h = daemon.harness
+    h.auto_refine_after_failure = True
+    h.refine_cooldown = 3600
+    h.refine_model = script([reply()])
+    sid = await failed_session(daemon, script)
+    await wait_for(lambda: bool(h.versions().refinements()))
+    record = h.versions().refinements()[0]
+    assert record["author"] == "auto" and record["evidence"][0] == sid
+    await failed_session(daemon, script)  # within the cool-down: no second refinement
+    assert len(h.versions().refinements()) == 1
