@@ -6,7 +6,11 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+from tornado.httpclient import HTTPClientError
+
 from prime_kernel.cli.main import main as cli_main
+from prime_kernel.kernel.client import TOKEN_HEADER
 from tests.conftest import wait_for
 
 CHILD_TALKS = """
@@ -95,3 +99,159 @@ async def test_messages_reach_running_and_idle_sessions(daemon, jp_fetch, jp_ser
     kinds = [e["kind"] for e in daemon.store.events(sid, kinds=["mail_in"])]
     assert kinds == ["mail_in", "mail_in"]
     assert daemon.store.pending_messages(sid) == []
+
+
+@pytest.fixture
+def prime_config(prime_config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **prime_config,
+        "message_max_bytes": 200,
+        "max_pending_messages": 3,
+        "message_rate_limit": 5,
+        "message_rate_window": 60.0,
+    }
+
+
+async def _refusal(kernel: Any, call: str) -> str:
+    """What a call prints when it fails in a cell: the exception's class and message."""
+    return await kernel.value(
+        f"try:\n    {call}\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
+        "else:\n    print('no error')"
+    )
+
+
+async def _fetch_error(jp_fetch: Any, *parts: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch(*parts, **kwargs)
+    return info.value.code, json.loads(info.value.response.body)
+
+
+async def test_send_refusals(daemon, user_kernel, jp_fetch):
+    nb, other = await user_kernel(), await user_kernel()
+    whoami = "from prime_kernel.kernel.primitives import client\nclient().request('GET', 'whoami')"
+    other_id = json.loads((await other.value(whoami + "['id']")).replace("'", '"'))
+    nb_id = json.loads((await nb.value(whoami + "['id']")).replace("'", '"'))
+
+    # In the sending cell: each bad send is a clear error and stores nothing.
+    out = await _refusal(nb, f"send({other_id!r}, 'hi')")
+    assert out.startswith("Forbidden") and "out of reach" in out
+    out = await _refusal(nb, "send('s000000000000', 'hi')")
+    assert out.startswith("NotFound") and "no session 's000000000000'" in out
+    assert "has no parent" in await _refusal(nb, "send('parent', 'hi')")
+    assert "has no children" in await _refusal(nb, "send('children', 'hi')")
+    assert "the limit is 200" in await _refusal(nb, "send('parent', 'x' * 300)")
+    assert "'to' must be" in await _refusal(nb, "send(42, 'hi')")
+    forged_body = {"to": "parent", "message": "x", "from": other_id}
+    forged = f"client().request('POST', 'messages', {forged_body!r})"
+    assert "unknown fields: from" in await _refusal(nb, forged)
+    assert await nb.value("recv(0)") == ""  # nothing waiting: None, at once
+    assert "non-negative" in await _refusal(nb, "recv(-1)")
+    assert daemon.store.pending_messages(other_id) == []
+
+    # People: any session, shown as "user"; mailbox and rate limits, bad targets and fields.
+    for i in range(3):
+        resp = await jp_fetch(
+            "api",
+            "prime",
+            "sessions",
+            other_id,
+            "messages",
+            method="POST",
+            body=json.dumps({"message": f"m{i}"}),
+        )
+        assert json.loads(resp.body)["status"] == "queued"  # a notebook reads with recv()
+    code, body = await _fetch_error(
+        jp_fetch,
+        "api",
+        "prime",
+        "sessions",
+        other_id,
+        "messages",
+        method="POST",
+        body=json.dumps({"message": "m3"}),
+    )
+    assert (code, body["error"]) == (429, "mailbox_full")
+    got = await other.value(
+        "print([(m['from'], m['from_id'], m['message']) for m in [recv(5) for _ in range(3)]])"
+    )
+    assert got.strip() == "[('user', None, 'm0'), ('user', None, 'm1'), ('user', None, 'm2')]"
+    for i in range(2):
+        await jp_fetch(
+            "api",
+            "prime",
+            "sessions",
+            other_id,
+            "messages",
+            method="POST",
+            body=json.dumps({"message": f"n{i}"}),
+        )
+    code, body = await _fetch_error(
+        jp_fetch,
+        "api",
+        "prime",
+        "sessions",
+        other_id,
+        "messages",
+        method="POST",
+        body=json.dumps({"message": "one too many"}),
+    )
+    assert (code, body["error"]) == (429, "rate_limited") and "retry in" in body["message"]
+    code, body = await _fetch_error(
+        jp_fetch,
+        "api",
+        "prime",
+        "sessions",
+        "s000000000000",
+        "messages",
+        method="POST",
+        body=json.dumps({"message": "hi"}),
+    )
+    assert code == 404
+    code, body = await _fetch_error(
+        jp_fetch,
+        "api",
+        "prime",
+        "sessions",
+        nb_id,
+        "messages",
+        method="POST",
+        body=json.dumps({"message": "hi", "sender": other_id}),
+    )
+    assert code == 400 and "unknown fields: sender" in body["message"]
+
+    # Tokens: missing, wrong, and one whose session has ended (its kernel is kept for a while).
+    resp = await jp_fetch(
+        "api", "prime", "sessions", method="POST", body=json.dumps({"prompt": "say hi"})
+    )
+    ended = json.loads(resp.body)["id"]
+    await wait_for(lambda: daemon.live[ended].state.value == "DONE")
+    token = daemon.tokens._by_kernel[daemon.live[ended].record["kernel_id"]]
+    send = {"to": "parent", "message": "hi"}
+    for headers, expect in (
+        ({}, "missing"),
+        ({TOKEN_HEADER: "forged-token"}, "unknown or revoked"),
+        ({TOKEN_HEADER: token}, "has ended"),
+    ):
+        code, body = await _fetch_error(
+            jp_fetch,
+            "api",
+            "prime",
+            "kernel",
+            "messages",
+            method="POST",
+            body=json.dumps(send),
+            headers=headers,
+        )
+        assert code == 401 and expect in body["message"], body
+    code, body = await _fetch_error(
+        jp_fetch,
+        "api",
+        "prime",
+        "sessions",
+        ended,
+        "messages",
+        method="POST",
+        body=json.dumps({"message": "too late"}),
+    )
+    assert code == 409 and "has ended (DONE)" in body["message"]
+    assert daemon.store.pending_messages(ended) == []
