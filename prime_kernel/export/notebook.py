@@ -22,6 +22,7 @@ from traitlets.config import LoggingConfigurable
 
 from .. import __version__
 from ..cli.common import fmt_usage
+from ..daemon.errors import NotFound
 from ..daemon.observation import cap
 from ..daemon.states import SessionState
 from .redact import Redactor, daemon_secrets
@@ -340,7 +341,7 @@ class NotebookExporter(LoggingConfigurable):
         child_id = str(data.get("child_id"))
         try:
             state = self.daemon.session_json(child_id)["state"]
-        except Exception:  # a record the store no longer has still gets its line
+        except NotFound:  # a record the store no longer has still gets its line
             state = "unknown"
         text = (
             f"**Started a sub-agent** {_link(child_id, _text(data.get('name') or ''))} "

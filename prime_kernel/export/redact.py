@@ -98,7 +98,7 @@ class Redactor:
         """A copy of a JSON-like value with every string (keys included) redacted."""
         if isinstance(node, str):
             return self.text(node)
-        if isinstance(node, Mapping):
+        if isinstance(node, dict):  # a NotebookNode stays one
             return type(node)((self.text(str(k)), self.value(v)) for k, v in node.items())
         if isinstance(node, list):
             return [self.value(v) for v in node]
