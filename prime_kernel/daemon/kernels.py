@@ -141,7 +141,9 @@ class KernelRunner:
         self._lock = asyncio.Lock()
 
     async def start(self, timeout: float = 60) -> None:
-        self.client.start_channels()
+        # No heartbeat channel: the kernel manager already watches the process, and the
+        # heartbeat poller blocks the event loop for seconds at a time.
+        self.client.start_channels(hb=False)
         await self.client.wait_for_ready(timeout=timeout)
         self._pump = asyncio.create_task(self._pump_iopub(), name=f"iopub-{self.kernel_id}")
 

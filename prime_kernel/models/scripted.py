@@ -91,11 +91,12 @@ def get_script(name: str) -> Script:
 
 
 def _register_price(name: str) -> None:
-    import sys
+    # Only once litellm is fully imported (another thread may be importing it right now);
+    # import_litellm() registers every known script's price when it finishes.
+    from ..daemon import models
 
-    litellm = sys.modules.get("litellm")
-    if litellm is not None:
-        register_prices(litellm, [name])
+    if models._litellm is not None:
+        register_prices(models._litellm, [name])
 
 
 def register_prices(litellm: Any, names: list[str] | None = None) -> None:

@@ -1,9 +1,10 @@
-"""GET /api/prime/sessions/{id}/export: a session's trajectory as a notebook.
+"""/api/prime/sessions/{id}/export: a session's trajectory as a notebook.
 
-Without `path` the response is the .ipynb itself (a download). With `?path=rel/out.ipynb` the
-notebook is written under the server root instead (`subtree=1` writes a folder of linked
-notebooks, `force=1` replaces an earlier export, `with_context=1` writes the context beside it);
-a path outside the root is refused.
+GET returns the .ipynb itself (a download; `?with_context=1` adds the cell that loads the
+context). POST `{"path": "rel/out.ipynb", "subtree", "force", "with_context"}` writes it under the
+server root instead (`subtree` writes a folder of linked notebooks, `force` replaces an earlier
+export, `with_context` writes the context beside it); a path outside the root is refused.
+Writing is a POST, never a GET, so that it is covered by the XSRF check.
 """
 
 from __future__ import annotations
@@ -68,23 +69,33 @@ class ExportHandler(UserHandler):
     @authorized
     @prime_errors
     async def get(self, session_id: str) -> None:
-        path = self.get_argument("path", None)
-        subtree, force = flag(self, "subtree"), flag(self, "force")
+        if self.get_argument("path", None) is not None:
+            raise PrimeError("to write an export under the root, POST {\"path\": ...} instead")
         with_context = flag(self, "with_context")
-        if not path:
-            if subtree or force:
-                raise PrimeError("subtree and force apply to a written export: give ?path=")
-            nb = await asyncio.to_thread(
-                exporter(self).notebook_bytes, session_id, with_context=with_context
-            )
-            self.set_header("Content-Disposition", f'attachment; filename="{session_id}.ipynb"')
-            self.finish(nb, set_content_type="application/x-ipynb+json")
-            return
+        nb = await asyncio.to_thread(
+            exporter(self).notebook_bytes, session_id, with_context=with_context
+        )
+        self.set_header("Content-Disposition", f'attachment; filename="{session_id}.ipynb"')
+        self.finish(nb, set_content_type="application/x-ipynb+json")
+
+    @web.authenticated
+    @authorized
+    @prime_errors
+    async def post(self, session_id: str) -> None:
+        body = self.json_body()
+        unknown = set(body) - {"path", "subtree", "force", "with_context"}
+        if unknown:
+            raise PrimeError(f"unknown fields: {', '.join(sorted(unknown))}")
+        path = body.get("path")
+        if not isinstance(path, str) or not path.strip():
+            raise PrimeError("'path' (a notebook path under the server root) is required")
+        options = {k: body.get(k, False) for k in ("subtree", "force", "with_context")}
+        for key, value in options.items():
+            if not isinstance(value, bool):
+                raise PrimeError(f"{key} must be true or false")
         self.daemon.session_json(session_id)  # an unknown id is a 404 before any path check
         target = under_root(self.daemon.root_dir, path)
-        files = await write_export(
-            self, session_id, target, subtree=subtree, force=force, with_context=with_context
-        )
+        files = await write_export(self, session_id, target, **options)
         root = Path(self.daemon.root_dir).resolve()
         self.write_json(
             {

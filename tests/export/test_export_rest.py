@@ -1,4 +1,4 @@
-"""GET /api/prime/sessions/{id}/export, and export() / Handle.export() from a kernel."""
+"""/api/prime/sessions/{id}/export (GET downloads, POST writes), and export() from a kernel."""
 
 from __future__ import annotations
 
@@ -18,6 +18,16 @@ async def _error(jp_fetch, *parts, **params) -> tuple[int, str]:
     return info.value.code, body["message"]
 
 
+def _write(jp_fetch, *parts, **body):
+    return jp_fetch(*parts, method="POST", body=json.dumps(body))
+
+
+async def _write_error(jp_fetch, *parts, **body) -> tuple[int, str]:
+    with pytest.raises(HTTPClientError) as info:
+        await _write(jp_fetch, *parts, **body)
+    return info.value.code, json.loads(info.value.response.body)["message"]
+
+
 async def test_download_and_write_under_root(daemon, script, jp_fetch, jp_root_dir):
     record = await finish(daemon, "say hi", script([{"code": "print('hi')"}, {"text": "done"}]))
     sid = record["id"]
@@ -28,7 +38,7 @@ async def test_download_and_write_under_root(daemon, script, jp_fetch, jp_root_d
     assert resp.headers["Content-Disposition"] == f'attachment; filename="{sid}.ipynb"'
     assert json.loads(resp.body)["metadata"]["prime"]["id"] == sid
 
-    resp = await jp_fetch(*url, params={"path": "out/run.ipynb"})
+    resp = await _write(jp_fetch, *url, path="out/run.ipynb")
     assert resp.code == 201
     assert json.loads(resp.body) == {
         "session_id": sid,
@@ -38,14 +48,14 @@ async def test_download_and_write_under_root(daemon, script, jp_fetch, jp_root_d
     first = read(jp_root_dir / "out" / "run.ipynb")
     assert first.cells[-1].metadata.prime.kind == "summary"
 
-    assert await _error(jp_fetch, *url, path="out/run.ipynb") == (
+    assert await _write_error(jp_fetch, *url, path="out/run.ipynb") == (
         409,
         f"{jp_root_dir / 'out' / 'run.ipynb'} already exists (export with force to replace)",
     )
-    resp = await jp_fetch(*url, params={"path": "out/run.ipynb", "force": "1"})
+    resp = await _write(jp_fetch, *url, path="out/run.ipynb", force=True)
     assert resp.code == 201
 
-    resp = await jp_fetch(*url, params={"path": "tree", "subtree": "1"})
+    resp = await _write(jp_fetch, *url, path="tree", subtree=True)
     assert json.loads(resp.body)["files"] == [f"tree/{sid}.ipynb"]
 
 
@@ -54,23 +64,27 @@ async def test_bad_requests_write_nothing(daemon, script, jp_fetch, jp_root_dir)
     url = ("api", "prime", "sessions", record["id"], "export")
     before = sorted(p.name for p in jp_root_dir.iterdir())
 
-    code, message = await _error(jp_fetch, *url, path="../escape.ipynb")
+    code, message = await _write_error(jp_fetch, *url, path="../escape.ipynb")
     assert code == 403 and "outside the server root" in message
-    code, message = await _error(jp_fetch, *url, path="/tmp/escape.ipynb")
+    code, message = await _write_error(jp_fetch, *url, path="/tmp/escape.ipynb")
     assert code == 403 and "outside the server root" in message
     assert not Path("/tmp/escape.ipynb").exists()
-    code, message = await _error(jp_fetch, *url, path="notes.txt")
+    code, message = await _write_error(jp_fetch, *url, path="notes.txt")
     assert code == 400 and "does not end in .ipynb" in message
-    code, message = await _error(jp_fetch, *url, subtree="1")
-    assert code == 400 and "give ?path=" in message
-    code, message = await _error(jp_fetch, *url, path="x.ipynb", force="maybe")
-    assert code == 400 and "force must be 1 or 0" in message
+    code, message = await _write_error(jp_fetch, *url, subtree=True)
+    assert code == 400 and "'path'" in message
+    code, message = await _write_error(jp_fetch, *url, path="x.ipynb", force="maybe")
+    assert code == 400 and "force must be true or false" in message
+    code, message = await _error(jp_fetch, *url, path="x.ipynb")
+    assert code == 400 and "POST" in message
     (jp_root_dir / "a-file").write_text("not a folder")
-    code, message = await _error(jp_fetch, *url, path="a-file/x.ipynb")
+    code, message = await _write_error(jp_fetch, *url, path="a-file/x.ipynb")
     assert code == 400 and "a-file is not a folder" in message
     code, message = await _error(jp_fetch, "api", "prime", "sessions", "nope", "export")
     assert code == 404 and message == "no session nope"
-    code, _ = await _error(jp_fetch, "api", "prime", "sessions", "nope", "export", path="y.ipynb")
+    code, _ = await _write_error(
+        jp_fetch, "api", "prime", "sessions", "nope", "export", path="y.ipynb"
+    )
     assert code == 404
 
     assert sorted(p.name for p in jp_root_dir.iterdir()) == sorted([*before, "a-file"])
