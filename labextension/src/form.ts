@@ -5,7 +5,8 @@ import { INewSession, ISession, parseBudget } from './model';
 import { AgentsStore } from './store';
 
 /**
- * The "New agent" form: prompt, model, optional name and budget.
+ * The "New agent" form: prompt, model, optional name and budget (tokens, dollars,
+ * wall-clock time and model calls over the agent's subtree).
  */
 export class NewAgentForm extends Widget {
   constructor(
@@ -40,6 +41,18 @@ export class NewAgentForm extends Widget {
       placeholder: 'max $, e.g. 0.50',
       'aria-label': 'Dollar budget'
     });
+    this._seconds = h('input', {
+      className: 'jp-mod-styled',
+      type: 'text',
+      placeholder: 'e.g. 10m',
+      'aria-label': 'Time limit'
+    });
+    this._turns = h('input', {
+      className: 'jp-mod-styled',
+      type: 'text',
+      placeholder: 'model calls, e.g. 30',
+      'aria-label': 'Turn budget'
+    });
     this._error = h('div', { className: 'jp-PrimeAgents-formError', role: 'alert' });
     this._start = h(
       'button',
@@ -59,7 +72,9 @@ export class NewAgentForm extends Widget {
         'div',
         { className: 'jp-PrimeAgents-budget' },
         h('label', { className: 'jp-PrimeAgents-field' }, h('span', {}, 'Tokens'), this._tokens),
-        h('label', { className: 'jp-PrimeAgents-field' }, h('span', {}, 'Dollars'), this._dollars)
+        h('label', { className: 'jp-PrimeAgents-field' }, h('span', {}, 'Dollars'), this._dollars),
+        h('label', { className: 'jp-PrimeAgents-field' }, h('span', {}, 'Time'), this._seconds),
+        h('label', { className: 'jp-PrimeAgents-field' }, h('span', {}, 'Turns'), this._turns)
       ),
       this._error,
       h('div', { className: 'jp-PrimeAgents-formButtons' }, cancel, this._start)
@@ -115,7 +130,12 @@ export class NewAgentForm extends Widget {
     }
     const body: INewSession = { prompt };
     try {
-      const budget = parseBudget(this._tokens.value, this._dollars.value);
+      const budget = parseBudget({
+        tokens: this._tokens.value,
+        dollars: this._dollars.value,
+        seconds: this._seconds.value,
+        turns: this._turns.value
+      });
       if (budget) {
         body.budget = budget;
       }
@@ -163,6 +183,8 @@ export class NewAgentForm extends Widget {
   private _name: HTMLInputElement;
   private _tokens: HTMLInputElement;
   private _dollars: HTMLInputElement;
+  private _seconds: HTMLInputElement;
+  private _turns: HTMLInputElement;
   private _error: HTMLDivElement;
   private _start: HTMLButtonElement;
   private _busy = false;

@@ -106,12 +106,22 @@ export interface INewSession {
 }
 
 /**
- * The budget the UI sends: keys mirror the Usage fields they limit
- * (see labextension/NEEDS.md).
+ * The budget the UI sends, in the daemon's keys (prime_kernel/daemon/budget.py):
+ * each caps the session's subtree (tokens, dollars, model calls) or its wall time.
  */
 export interface IBudget {
-  total_tokens?: number;
-  cost?: number;
+  tokens?: number;
+  dollars?: number;
+  seconds?: number;
+  turns?: number;
+}
+
+/** What the user typed into the New agent form's budget fields (empty: no limit). */
+export interface IBudgetInput {
+  tokens?: string;
+  dollars?: string;
+  seconds?: string;
+  turns?: string;
 }
 
 /** Whether an event-bus emission is one of ours. */
@@ -506,34 +516,94 @@ export function isInSubtree(sessions: ISession[], rootId: string, id: string): b
   return false;
 }
 
+/** A positive count with an optional k/M suffix ("50k", "1.5M", "200,000"); null if empty. */
+function parseCount(raw: string, what: string, example: string): number | null {
+  const t = raw.trim().replace(/[_,\s]/g, '');
+  if (!t) {
+    return null;
+  }
+  const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(t);
+  if (!m) {
+    throw new Error(`${what} must be a positive number (e.g. ${example}), got "${raw}"`);
+  }
+  const mult = { '': 1, k: 1e3, K: 1e3, m: 1e6, M: 1e6 }[m[2]] as number;
+  const value = Math.round(parseFloat(m[1]) * mult);
+  if (value <= 0) {
+    throw new Error(`${what} must be positive`);
+  }
+  return value;
+}
+
+/** Seconds from "90", "90s", "10m", "1.5h"; null if empty. */
+function parseDuration(raw: string): number | null {
+  const t = raw.trim().toLowerCase().replace(/\s+/g, '');
+  if (!t) {
+    return null;
+  }
+  const m = /^(\d+(?:\.\d+)?)(s|m|min|h)?$/.exec(t);
+  if (!m) {
+    throw new Error(`Time limit must be seconds or a duration like 90s, 10m, 1.5h, got "${raw}"`);
+  }
+  const mult = m[2] === 'h' ? 3600 : m[2] === 'm' || m[2] === 'min' ? 60 : 1;
+  const value = parseFloat(m[1]) * mult;
+  if (value <= 0) {
+    throw new Error('Time limit must be positive');
+  }
+  return value;
+}
+
 /**
- * Parse the "New agent" budget inputs. Empty strings mean "no limit".
+ * Parse the "New agent" budget inputs into the daemon's budget keys. Empty
+ * strings mean "no limit"; undefined when no limit is set at all.
  * Throws an Error with a user-facing message for invalid input.
  */
-export function parseBudget(tokens: string, dollars: string): IBudget | undefined {
+export function parseBudget(input: IBudgetInput): IBudget | undefined {
   const budget: IBudget = {};
-  const t = tokens.trim().replace(/[_,\s]/g, '');
-  if (t) {
-    const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(t);
-    if (!m) {
-      throw new Error(`Token budget must be a positive number (e.g. 50000 or 50k), got "${tokens}"`);
-    }
-    const mult = { '': 1, k: 1e3, K: 1e3, m: 1e6, M: 1e6 }[m[2]] as number;
-    const value = Math.round(parseFloat(m[1]) * mult);
-    if (value <= 0) {
-      throw new Error('Token budget must be positive');
-    }
-    budget.total_tokens = value;
+  const tokens = parseCount(input.tokens ?? '', 'Token budget', '50000 or 50k');
+  if (tokens !== null) {
+    budget.tokens = tokens;
   }
-  const d = dollars.trim().replace(/^\$/, '');
+  const d = (input.dollars ?? '').trim().replace(/^\$/, '');
   if (d) {
     const value = Number(d);
     if (!isFinite(value) || value <= 0) {
-      throw new Error(`Dollar budget must be a positive number, got "${dollars}"`);
+      throw new Error(`Dollar budget must be a positive number, got "${input.dollars}"`);
     }
-    budget.cost = value;
+    budget.dollars = value;
+  }
+  const seconds = parseDuration(input.seconds ?? '');
+  if (seconds !== null) {
+    budget.seconds = seconds;
+  }
+  const turns = parseCount(input.turns ?? '', 'Turn budget', '30');
+  if (turns !== null) {
+    budget.turns = turns;
   }
   return Object.keys(budget).length ? budget : undefined;
+}
+
+/** "tokens 50k, dollars $0.50, seconds 10m 00s, turns 30" for a session's budget. */
+export function formatBudget(budget: Record<string, unknown> | null | undefined): string {
+  if (!budget) {
+    return '';
+  }
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(budget)) {
+    const n = Number(v);
+    if (v === null || v === undefined || typeof v === 'object') {
+      continue; // bookkeeping the daemon keeps beside the limits
+    }
+    if (k === 'dollars') {
+      parts.push(`${k} ${formatCost(n)}`);
+    } else if (k === 'tokens') {
+      parts.push(`${k} ${formatTokens(n)}`);
+    } else if (k === 'seconds') {
+      parts.push(`time ${formatElapsed(n)}`);
+    } else {
+      parts.push(`${k} ${String(v)}`);
+    }
+  }
+  return parts.join(', ');
 }
 
 // ---------------------------------------------------------------------------

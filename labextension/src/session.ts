@@ -8,6 +8,7 @@ import { h, stateBadge } from './dom';
 import {
   Coalescer,
   elapsedSeconds,
+  formatBudget,
   formatCost,
   formatElapsed,
   formatTokens,
@@ -253,10 +254,7 @@ export class SessionView extends Panel {
         h(
           'div',
           { className: 'jp-PrimeSession-budget' },
-          'Budget: ' +
-            Object.entries(s.budget)
-              .map(([k, v]) => `${k} ${k.includes('cost') || k.includes('dollar') ? formatCost(Number(v)) : String(v)}`)
-              .join(', ')
+          `Budget: ${formatBudget(s.budget)}`
         )
       );
     }
