@@ -5,7 +5,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import { IEvent, IModels, INewSession, ISession } from './model';
+import { IEvent, IExportRequest, IExportResult, IModels, INewSession, ISession } from './model';
 
 export class PrimeAPIError extends Error {
   constructor(
@@ -104,9 +104,12 @@ export class PrimeAPI {
     return this.request<IModels>(['models']);
   }
 
-  /** The session's trajectory as an nbformat v4 notebook (see NEEDS.md). */
-  exportNotebook(id: string): Promise<Record<string, unknown>> {
-    return this.request(['sessions', id, 'export']);
+  /**
+   * Write the session's trajectory as a notebook (or, with `subtree`, a folder of linked
+   * notebooks) under the server root. A POST, so the XSRF check covers it.
+   */
+  exportNotebook(id: string, body: IExportRequest): Promise<IExportResult> {
+    return this.request<IExportResult>(['sessions', id, 'export'], this._json('POST', body));
   }
 
   /** Whether the harness endpoints exist (GET /api/prime/harness answers 200). */

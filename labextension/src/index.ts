@@ -27,9 +27,17 @@ import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
 
 import { IAgentActions } from './actions';
-import { PrimeAPI } from './api';
+import { PrimeAPI, PrimeAPIError } from './api';
+import { ExportOptions } from './export';
 import { agentsIcon } from './icons';
-import { ISession, isTerminal, sessionLabel } from './model';
+import {
+  exportBaseName,
+  exportedNotebook,
+  exportPath,
+  ISession,
+  isTerminal,
+  sessionLabel
+} from './model';
 import { AgentsPanel } from './panel';
 import { SessionView } from './session';
 import { AgentsStore } from './store';
@@ -48,16 +56,6 @@ export namespace CommandIDs {
 }
 
 const PALETTE_CATEGORY = 'Prime Agents';
-
-function slug(text: string): string {
-  return (
-    text
-      .toLowerCase()
-      .replace(/[^a-z0-9]+/g, '-')
-      .replace(/^-+|-+$/g, '')
-      .slice(0, 40) || 'agent'
-  );
-}
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'prime-kernel:plugin',
@@ -78,6 +76,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
       namespace: 'prime-kernel-session'
     });
     let harness = false;
+    const kernelRunning = (id: string): boolean => {
+      for (const k of serviceManager.kernels.running()) {
+        if (k.id === id) {
+          return true;
+        }
+      }
+      return false;
+    };
+    serviceManager.kernels.runningChanged.connect(() =>
+      commands.notifyCommandChanged(CommandIDs.openConsole)
+    );
 
     /** The session a command applies to: args.id, the row under the context menu, or the current view. */
     const resolve = (args: ReadonlyPartialJSONObject): ISession | undefined => {
@@ -100,8 +109,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
         void commands.execute(CommandIDs.openSession, { id });
       },
       openConsole: async (s: ISession) => {
-        if (!s.kernel_id) {
-          await showErrorMessage('No kernel', `Session ${s.id} has no running kernel.`);
+        if (s.kernel_id && isTerminal(s.state)) {
+          await serviceManager.kernels.refreshRunning();
+        }
+        if (!s.kernel_id || (isTerminal(s.state) && !kernelRunning(s.kernel_id))) {
+          await showErrorMessage(
+            'No kernel',
+            `Session ${s.id} has no running kernel${isTerminal(s.state) ? ' any more' : ''}.`
+          );
           return;
         }
         const view = tracker.find(w => w.content.sessionId === s.id);
@@ -119,33 +134,36 @@ const plugin: JupyterFrontEndPlugin<void> = {
         });
       },
       exportNotebook: async (s: ISession) => {
-        const nb = await api.exportNotebook(s.id);
-        const base = `${slug(sessionLabel(s, 6))}-${s.id}`;
-        const contents = serviceManager.contents;
-        let path = `${base}.ipynb`;
-        for (let i = 1; i < 100; i++) {
+        let subtree = false;
+        if (store.sessions.some(c => c.parent_id === s.id)) {
+          const choice = await showDialog({
+            title: 'Export as notebook',
+            body: new ExportOptions(),
+            buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Export' })]
+          });
+          if (!choice.button.accept || !choice.value) {
+            return;
+          }
+          subtree = choice.value.subtree;
+        }
+        const base = exportBaseName(s);
+        // Never overwrite: the server refuses an existing target (409), so try the next name.
+        for (let attempt = 0; ; attempt++) {
           try {
-            await contents.get(path, { content: false });
-            path = `${base}-${i}.ipynb`;
-          } catch {
-            break; // does not exist: free
+            const result = await api.exportNotebook(s.id, {
+              path: exportPath(base, subtree, attempt),
+              subtree,
+              force: false,
+              with_context: false
+            });
+            await commands.execute('docmanager:open', { path: exportedNotebook(result, s.id) });
+            return;
+          } catch (err) {
+            if (!(err instanceof PrimeAPIError && err.status === 409) || attempt >= 50) {
+              throw err;
+            }
           }
         }
-        try {
-          await contents.save(path, { type: 'notebook', format: 'json', content: nb });
-        } catch (err) {
-          // No writable contents: download it instead.
-          const blob = new Blob([JSON.stringify(nb, null, 1)], { type: 'application/x-ipynb+json' });
-          const a = document.createElement('a');
-          a.href = URL.createObjectURL(blob);
-          a.download = path;
-          document.body.appendChild(a);
-          a.click();
-          a.remove();
-          setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
-          return;
-        }
-        await commands.execute('docmanager:open', { path });
       },
       cancel: async (s: ISession) => {
         const running = store.sessions.filter(
@@ -331,7 +349,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
       label: 'Open Agent Console',
       caption: "Attach a console to this agent's kernel (co-work in its namespace)",
       icon: consoleIcon,
-      enabled: s => !!s.kernel_id && !isTerminal(s.state) && s.state !== 'INACTIVE',
+      // An ended root keeps its kernel a while for co-working (Daemon.keep_root_kernel).
+      enabled: s =>
+        !!s.kernel_id && s.state !== 'INACTIVE' && (!isTerminal(s.state) || kernelRunning(s.kernel_id)),
       run: actions.openConsole
     });
     sessionCommand(CommandIDs.exportNotebook, {

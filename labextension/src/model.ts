@@ -607,6 +607,57 @@ export function formatBudget(budget: Record<string, unknown> | null | undefined)
 }
 
 // ---------------------------------------------------------------------------
+// Export as notebook
+// ---------------------------------------------------------------------------
+
+/** A file-name-safe slug: "Fix the CSV loader!" -> "fix-the-csv-loader". */
+export function slug(text: string, max = 40): string {
+  return text
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, max)
+    .replace(/-+$/, '');
+}
+
+/** The base name of an export: the session's name as a slug, else its id. */
+export function exportBaseName(s: ISession): string {
+  return (s.name && slug(s.name)) || s.id;
+}
+
+/** Body of POST /api/prime/sessions/{id}/export. */
+export interface IExportRequest {
+  path: string;
+  subtree: boolean;
+  force: boolean;
+  with_context: boolean;
+}
+
+/** Answer of POST /api/prime/sessions/{id}/export (paths relative to the server root). */
+export interface IExportResult {
+  session_id: string;
+  path: string;
+  files: string[];
+}
+
+/**
+ * The n-th path to try for an export at the server root (0: `<base>.ipynb`,
+ * then `<base>-1.ipynb`, ...). A subtree export is a folder (`<base>`, `<base>-1`, ...).
+ */
+export function exportPath(base: string, subtree: boolean, attempt: number): string {
+  const name = attempt ? `${base}-${attempt}` : base;
+  return subtree ? name : `${name}.ipynb`;
+}
+
+/** The notebook to open after an export: the session's own one (a subtree folder holds several). */
+export function exportedNotebook(result: IExportResult, sessionId: string): string {
+  const own = result.files.find(
+    f => f === `${sessionId}.ipynb` || f.endsWith(`/${sessionId}.ipynb`)
+  );
+  return own || result.path;
+}
+
+// ---------------------------------------------------------------------------
 // Coalescing refreshes
 // ---------------------------------------------------------------------------
 

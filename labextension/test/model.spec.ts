@@ -4,6 +4,9 @@ import {
   Coalescer,
   countByState,
   elapsedSeconds,
+  exportBaseName,
+  exportedNotebook,
+  exportPath,
   filterTree,
   flattenTree,
   formatCost,
@@ -20,6 +23,7 @@ import {
   mergeSessions,
   parseBudget,
   SESSION_EVENT_SCHEMA,
+  slug,
   sessionLabel,
   summarizeEvent,
   toMillis,
@@ -328,6 +332,28 @@ describe('formatBudget', () => {
     );
     expect(formatBudget({ tokens: 1000, spent: { tokens: 3 } })).toBe('tokens 1k');
     expect(formatBudget(null)).toBe('');
+  });
+});
+
+describe('export paths', () => {
+  it('names the export after the session name, else its id', () => {
+    expect(exportBaseName(S('abc123', { name: 'Fix the CSV loader!' }))).toBe('fix-the-csv-loader');
+    expect(exportBaseName(S('abc123', { name: '???' }))).toBe('abc123');
+    expect(exportBaseName(S('abc123'))).toBe('abc123');
+    expect(slug('x'.repeat(30) + ' ' + 'y'.repeat(30))).toBe('x'.repeat(30) + '-' + 'y'.repeat(9));
+  });
+  it('tries <base>.ipynb, then numbered ones; a subtree is a folder', () => {
+    expect(exportPath('report', false, 0)).toBe('report.ipynb');
+    expect(exportPath('report', false, 2)).toBe('report-2.ipynb');
+    expect(exportPath('report', true, 0)).toBe('report');
+    expect(exportPath('report', true, 1)).toBe('report-1');
+  });
+  it("opens the session's own notebook of a subtree folder", () => {
+    const folder = { session_id: 'r1', path: 'report', files: ['report/c1.ipynb', 'report/r1.ipynb'] };
+    expect(exportedNotebook(folder, 'r1')).toBe('report/r1.ipynb');
+    const single = { session_id: 'r1', path: 'report.ipynb', files: ['report.ipynb'] };
+    expect(exportedNotebook(single, 'r1')).toBe('report.ipynb');
+    expect(exportedNotebook({ session_id: 'r1', path: 'r1.ipynb', files: ['r1.ipynb'] }, 'r1')).toBe('r1.ipynb');
   });
 });
 
