@@ -5,6 +5,13 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import {
+  IHarnessEntry,
+  IHarnessListing,
+  IHarnessVersion,
+  IRefinement,
+  kindUrl
+} from './harnessModel';
 import { IEvent, IExportRequest, IExportResult, IModels, INewSession, ISession } from './model';
 
 export class PrimeAPIError extends Error {
@@ -122,7 +129,74 @@ export class PrimeAPI {
     }
   }
 
-  refine(sessionId: string): Promise<unknown> {
-    return this.request(['harness', 'refine'], this._json('POST', { session_id: sessionId }));
+  // -- Continual Harness (docs/architecture.md, "Continual Harness") ------------------
+
+  harness(): Promise<IHarnessListing> {
+    return this.request<IHarnessListing>(['harness']);
+  }
+
+  harnessEntry(kind: string, id: string): Promise<IHarnessEntry> {
+    return this.request<IHarnessEntry>(['harness', kindUrl(kind), id]);
+  }
+
+  async harnessHistory(kind: string, id: string): Promise<IHarnessVersion[]> {
+    const data = await this.request<{ versions: IHarnessVersion[] }>([
+      'harness',
+      kindUrl(kind),
+      id,
+      'history'
+    ]);
+    return (data && data.versions) || [];
+  }
+
+  /** A version with its files before and after (file name -> text, or null). */
+  harnessVersion(
+    kind: string,
+    id: string,
+    version: number
+  ): Promise<IHarnessVersion & { before: Record<string, string> | null; after: Record<string, string> | null }> {
+    return this.request(['harness', kindUrl(kind), id, 'versions', String(version)]);
+  }
+
+  async harnessDiff(kind: string, id: string, a: number, b?: number): Promise<string> {
+    const data = await this.request<{ diff: string }>(
+      ['harness', kindUrl(kind), id, 'diff'],
+      {},
+      query({ a, b })
+    );
+    return (data && data.diff) || '';
+  }
+
+  harnessRollback(kind: string, id: string, version: number): Promise<IHarnessVersion> {
+    return this.request<IHarnessVersion>(
+      ['harness', kindUrl(kind), id, 'rollback'],
+      this._json('POST', { version, reason: `rolled back to version ${version} from the Harness view` })
+    );
+  }
+
+  /** Run a refinement (one model call); from a session's trajectory when given. */
+  refine(body: { session_id?: string; instructions?: string }): Promise<IRefinement> {
+    return this.request<IRefinement>(['harness', 'refine'], this._json('POST', body));
+  }
+
+  async refinements(limit = 50): Promise<IRefinement[]> {
+    const data = await this.request<{ refinements: IRefinement[] }>(
+      ['harness', 'refinements'],
+      {},
+      query({ limit })
+    );
+    return (data && data.refinements) || [];
+  }
+
+  /** Approve or reject some edits of a refinement (all pending ones without `edits`), or roll it back. */
+  reviewRefinement(
+    rid: string,
+    action: 'approve' | 'reject' | 'rollback',
+    edits?: number[]
+  ): Promise<IRefinement> {
+    return this.request<IRefinement>(
+      ['harness', 'refinements', rid, action],
+      this._json('POST', edits ? { edits } : {})
+    );
   }
 }

@@ -13,6 +13,7 @@ import {
   showErrorMessage,
   WidgetTracker
 } from '@jupyterlab/apputils';
+import { PageConfig } from '@jupyterlab/coreutils';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import {
   addIcon,
@@ -24,10 +25,10 @@ import {
   stopIcon
 } from '@jupyterlab/ui-components';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
-import { Widget } from '@lumino/widgets';
 
 import { IAgentActions } from './actions';
 import { PrimeAPI, PrimeAPIError } from './api';
+import { HarnessView } from './harness';
 import { ExportOptions } from './export';
 import { agentsIcon } from './icons';
 import {
@@ -53,6 +54,7 @@ export namespace CommandIDs {
   export const exportNotebook = 'prime-kernel:export-notebook';
   export const refine = 'prime-kernel:refine';
   export const sendMessage = 'prime-kernel:send-message';
+  export const openHarness = 'prime-kernel:open-harness';
 }
 
 const PALETTE_CATEGORY = 'Prime Agents';
@@ -74,6 +76,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const store = new AgentsStore(api, { events: serviceManager.events });
     const tracker = new WidgetTracker<MainAreaWidget<SessionView>>({
       namespace: 'prime-kernel-session'
+    });
+    const harnessTracker = new WidgetTracker<MainAreaWidget<HarnessView>>({
+      namespace: 'prime-kernel-harness'
     });
     let harness = false;
     const kernelRunning = (id: string): boolean => {
@@ -188,17 +193,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         void store.requestRefresh();
       },
       refine: async (s: ISession) => {
-        const result = await api.refine(s.id);
-        await showDialog({
-          title: 'Harness refinement',
-          body: new Widget({
-            node: Object.assign(document.createElement('pre'), {
-              className: 'jp-PrimeRefineResult',
-              textContent: JSON.stringify(result, null, 2)
-            })
-          }),
-          buttons: [Dialog.okButton()]
-        });
+        const view = (await commands.execute(CommandIDs.openHarness)) as MainAreaWidget<HarnessView>;
+        await view.content.refine({ session_id: s.id });
       }
     };
 
@@ -230,6 +226,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
     void store.harnessAvailable().then(ok => {
       harness = ok;
       commands.notifyCommandChanged(CommandIDs.refine);
+      commands.notifyCommandChanged(CommandIDs.openHarness);
+      if (ok) {
+        panel.addToolbarItem(
+          'harness',
+          new CommandToolbarButton({ commands, id: CommandIDs.openHarness, label: 'Harness' })
+        );
+      }
     });
     store.changed.connect(() => {
       for (const id of [CommandIDs.interrupt, CommandIDs.cancel, CommandIDs.openConsole, CommandIDs.sendMessage]) {
@@ -251,6 +254,36 @@ const plugin: JupyterFrontEndPlugin<void> = {
       execute: () => {
         shell.activateById(panel.id);
         panel.showForm(true);
+      }
+    });
+    commands.addCommand(CommandIDs.openHarness, {
+      label: 'Open Agent Harness',
+      caption: 'Notes, memories, skills and specs every agent gets; their history and refinements',
+      icon: args => (args.isPalette ? undefined : buildIcon),
+      isEnabled: () => harness,
+      execute: () => {
+        const existing = harnessTracker.currentWidget;
+        if (existing && !existing.isDisposed) {
+          shell.activateById(existing.id);
+          void existing.content.refresh();
+          return existing;
+        }
+        const content = new HarnessView({
+          api,
+          serverRoot: PageConfig.getOption('serverRoot'),
+          openFile: async path => {
+            await commands.execute('docmanager:open', { path, factory: 'Editor' });
+          }
+        });
+        const widget = new MainAreaWidget({ content });
+        widget.id = 'prime-kernel-harness-view';
+        widget.title.label = 'Agent Harness';
+        widget.title.icon = buildIcon;
+        widget.title.closable = true;
+        void harnessTracker.add(widget);
+        shell.add(widget, 'main');
+        shell.activateById(widget.id);
+        return widget;
       }
     });
     commands.addCommand(CommandIDs.refresh, {
@@ -396,7 +429,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         CommandIDs.openConsole,
         CommandIDs.exportNotebook,
         CommandIDs.sendMessage,
-        CommandIDs.refine
+        CommandIDs.refine,
+        CommandIDs.openHarness
       ]) {
         palette.addItem({ command, category: PALETTE_CATEGORY, args: { isPalette: true } });
       }

@@ -46,7 +46,7 @@ export class AgentsPanel extends Panel {
     const header = new Panel();
     header.addClass('jp-PrimeAgents-header');
     header.addWidget(new Widget({ node: h('span', { className: 'jp-PrimeAgents-title' }, 'Agents') }));
-    const toolbar = new Toolbar();
+    const toolbar = (this._toolbar = new Toolbar());
     this._newButton = new ToolbarButton({
       icon: addIcon,
       label: 'New agent',
@@ -128,6 +128,11 @@ export class AgentsPanel extends Panel {
   /** The rows currently shown (after filtering and collapsing). */
   get rows(): IRow[] {
     return this._rows;
+  }
+
+  /** Add an item to the panel's toolbar (e.g. the Harness button once it is available). */
+  addToolbarItem(name: string, item: Widget): void {
+    this._toolbar.addItem(name, item);
   }
 
   /** Show or hide the New agent form. */
@@ -421,6 +426,7 @@ export class AgentsPanel extends Panel {
   }
 
   private _form: NewAgentForm;
+  private _toolbar: Toolbar;
   private _newButton: ToolbarButton;
   private _search: HTMLInputElement;
   private _chips: HTMLDivElement;
