@@ -10,10 +10,16 @@ from typing import Any
 from ..daemon.daemon import Daemon
 
 
+class CLIError(Exception):
+    """A user error: printed as one line on stderr, exit code `exit_code`."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 def offline_daemon(root: str) -> Daemon:
     """A daemon over the store in ROOT, not started: for reading records with no server."""
-    from .main import CLIError
-
     path = Path(root).resolve() / ".prime"
     if not (path / "prime.sqlite3").exists():
         raise CLIError(f"no Prime store in {path} (run `prime-agent run ...` there first)")

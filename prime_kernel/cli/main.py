@@ -6,9 +6,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import export, remote, run, sessions
-from . import messages
+from . import export, messages, remote, run, sessions
 from . import harness as harness_cli
+from .common import CLIError
+
+__all__ = ["CLIError", "main"]
 
 # Each module adds its subcommands and sets `func` on them.
 COMMAND_MODULES = [run, sessions, remote, messages, export, harness_cli]
@@ -41,12 +43,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CLIError as e:
         print(f"prime-agent: error: {e}", file=sys.stderr)
         return e.exit_code
-
-
-class CLIError(Exception):
-    def __init__(self, message: str, exit_code: int = 2) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import secrets
 import signal
 import sys
@@ -197,9 +196,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CLIError(e.message) from None
     if args.max_turns is not None and args.max_turns < 1:
         raise CLIError("--max-turns must be at least 1")
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+    if args.model:
+        # Fail on an unknown model or a missing API key before any server or kernel starts.
+        from ..daemon.errors import PrimeError
+        from ..daemon.models import ModelGateway
+
+        try:
+            ModelGateway().validate(args.model)
+        except PrimeError as e:
+            raise CLIError(e.message) from None
     app = make_server(root, [f"--{c}" for c in args.config])
     app.write_server_info_file()
     try:

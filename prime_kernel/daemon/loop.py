@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .observation import render
-from .prompts import system_prompt, task_message
+from .prompts import FENCED_EXAMPLE, system_prompt, task_message
 
 if TYPE_CHECKING:
     from .daemon import Daemon, LiveSession
@@ -44,6 +44,7 @@ class AgentLoop:
         extra = self.daemon.context_notes(self.live)
         self.messages[:] = [
             {"role": "system", "content": system_prompt(tools=self.tools, extra=extra)},
+            *([] if self.tools else [dict(m) for m in FENCED_EXAMPLE]),
             {
                 "role": "user",
                 "content": task_message(

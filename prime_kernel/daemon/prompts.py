@@ -41,13 +41,22 @@ PYTHON_TOOL = {
 }
 
 
+# Models without tool calling (small local ones especially) follow a demonstration far better
+# than a description: one worked exchange, marked `name="example"` so that it is never mistaken
+# for a turn of the session itself.
+FENCED_EXAMPLE = [
+    {"role": "user", "name": "example", "content": "Task: What is 2 + 3?"},
+    {"role": "assistant", "name": "example", "content": "```python\nanswer(2 + 3)\n```"},
+]
+
+
 def system_prompt(*, tools: bool, extra: str = "") -> str:
     text = BASE_PROMPT.format(run_instruction=TOOL_INSTRUCTION if tools else FENCED_INSTRUCTION)
     return text + ("\n" + extra if extra else "")
 
 
 def task_message(prompt: str, *, context_type: str | None, depth: int) -> str:
-    lines = [prompt]
+    lines = [f"Task: {prompt}"]
     if context_type:
         lines.append(f"\n(The variable `context` in your REPL holds the input: a {context_type}.)")
     if depth:

@@ -17,6 +17,7 @@ import importlib.util
 import os
 import queue
 import secrets
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -143,8 +144,12 @@ def _load() -> Any:
         # Defaults from the model card; a caller's temperature/top_p override them per request.
         params.sampling.temp = 0.2
         params.sampling.top_p = 0.9
-        # xllamacpp always opens an HTTP endpoint on 127.0.0.1; an unguessable key keeps other
-        # local processes and browser pages off it (in-process calls do not go through it).
+        # xllamacpp always opens an HTTP endpoint of its own. No side ports: it listens on a
+        # Unix socket in a private (0700) folder instead of 127.0.0.1, and an unguessable key
+        # guards it too. In-process calls do not go through it.
+        private = Path(tempfile.mkdtemp(prefix="prime-llama-"))
+        private.chmod(0o700)
+        params.hostnames = [str(private / "llama.sock")]
         params.api_keys = [secrets.token_urlsafe(32)]
         _server = xllamacpp.Server(params)
     return _server

@@ -137,7 +137,9 @@ def _message_text(messages: list[dict[str, Any]]) -> str:
 def play(name: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The turn `name` plays next in this conversation, resolved to a dict."""
     script = get_script(name)
-    index = sum(1 for m in messages if m.get("role") == "assistant")
+    index = sum(
+        1 for m in messages if m.get("role") == "assistant" and m.get("name") != "example"
+    )
     if index >= len(script.turns):
         return {"text": "(the script has no more turns)"}
     turn = script.turns[index]
