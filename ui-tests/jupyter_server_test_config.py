@@ -1,16 +1,15 @@
 """Server configuration for the UI tests: a throw-away JupyterLab with prime_kernel enabled,
-no authentication, and the deterministic `scripted/ui-*` models of scripts.json.
+no authentication, and the deterministic `scripted/ui-*` models (scripts.js, written to the
+JSON file PRIME_SCRIPTS names by playwright.config.js).
 
 Never use this configuration for anything but tests: it removes all security protections.
 """
 
 import os
-from pathlib import Path
 from tempfile import mkdtemp
 
-HERE = Path(__file__).parent
-
-os.environ.setdefault("PRIME_SCRIPTS", str(HERE / "scripts.json"))
+if not os.environ.get("PRIME_SCRIPTS"):
+    raise RuntimeError("PRIME_SCRIPTS must name the scripted models' JSON file (see scripts.js)")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
@@ -29,3 +28,10 @@ c.LabApp.expose_app_in_browser = True
 c.LabApp.workspaces_dir = mkdtemp(prefix="prime-ui-workspaces-")
 c.Daemon.default_model = "scripted/ui-root"
 c.Daemon.pool_size = 1
+# The harness: the global scope in a throw-away folder (never the tester's ~/.prime), edits
+# proposed by the scripted refinement model wait for review, and the project's files under
+# .prime/ can be opened in the editor.
+c.Harness.global_dir = mkdtemp(prefix="prime-ui-harness-global-")
+c.Harness.refine_model = "scripted/ui-refine"
+c.Harness.review_policy = "review"
+c.ContentsManager.allow_hidden = True

@@ -296,11 +296,18 @@ export class HarnessView extends Widget {
       return;
     }
     const path = this._editorPath(entry);
+    let note = 'This file is outside the server root, so it opens read-only here.';
     if (path !== null) {
-      await this.options.openFile(path);
-      return;
+      try {
+        await this.options.openFile(path);
+        return;
+      } catch (err) {
+        note =
+          `JupyterLab cannot open ${path} (${(err as Error).message}); hidden folders need ` +
+          '`c.ContentsManager.allow_hidden = True`. Read-only view:';
+      }
     }
-    // A global entry lives outside the server root: the editor cannot open it.
+    // Outside the server root (a global entry), or not served: show it read-only.
     const files = Object.entries(entry.files || {});
     await showDialog({
       title: `${entry.kind} ${entry.id} (${entry.scope}, read-only)`,
@@ -308,6 +315,7 @@ export class HarnessView extends Widget {
         node: h(
           'div',
           { className: 'jp-PrimeHarness-readonly' },
+          h('div', { className: 'jp-PrimeHarness-hint' }, note),
           h('div', { className: 'jp-PrimeHarness-entryMeta' }, entry.file || entry.path),
           h('pre', { className: 'jp-PrimeHarness-content' }, entry.content ?? ''),
           ...files.map(([name, text]) => h('details', {}, h('summary', {}, name), h('pre', {}, text)))

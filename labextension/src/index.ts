@@ -89,9 +89,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
       return false;
     };
-    serviceManager.kernels.runningChanged.connect(() =>
-      commands.notifyCommandChanged(CommandIDs.openConsole)
-    );
 
     /** The session a command applies to: args.id, the row under the context menu, or the current view. */
     const resolve = (args: ReadonlyPartialJSONObject): ISession | undefined => {
@@ -272,6 +269,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           api,
           serverRoot: PageConfig.getOption('serverRoot'),
           openFile: async path => {
+            // The contents API refuses hidden paths (.prime/...) unless the server allows them.
+            await serviceManager.contents.get(path, { content: false });
             await commands.execute('docmanager:open', { path, factory: 'Editor' });
           }
         });
@@ -382,9 +381,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
       label: 'Open Agent Console',
       caption: "Attach a console to this agent's kernel (co-work in its namespace)",
       icon: consoleIcon,
-      // An ended root keeps its kernel a while for co-working (Daemon.keep_root_kernel).
-      enabled: s =>
-        !!s.kernel_id && s.state !== 'INACTIVE' && (!isTerminal(s.state) || kernelRunning(s.kernel_id)),
+      // An ended root keeps its kernel a while for co-working (Daemon.keep_root_kernel);
+      // whether it still runs is checked on click (the kernel list may be stale here).
+      enabled: s => !!s.kernel_id && s.state !== 'INACTIVE',
       run: actions.openConsole
     });
     sessionCommand(CommandIDs.exportNotebook, {

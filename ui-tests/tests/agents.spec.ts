@@ -1,8 +1,12 @@
 /**
  * The Agents panel against a real server: jupyter_server + the prime_kernel daemon, real kernels,
- * and the deterministic scripted models of ../scripts.json. Tests run in order on one server.
+ * and the deterministic scripted models of ../scripts.js. Tests run in order on one server.
+ * Screenshots (light and dark) go to test-results/screenshots/; with PRIME_UI_UPDATE_DOCS=1 the
+ * light one is also copied to docs/agents-panel.png for the README.
  */
-import { expect, Page, test } from '@playwright/test';
+import * as fs from 'fs';
+import * as path from 'path';
+import { expect, Page, test, TestInfo } from '@playwright/test';
 
 test.describe.configure({ mode: 'serial' });
 
@@ -23,50 +27,169 @@ async function run(page: Page, command: string, args: Record<string, unknown> = 
   );
 }
 
+async function screenshot(page: Page, info: TestInfo, name: string): Promise<string> {
+  const file = path.join(info.project.outputDir, 'screenshots', `${name}.png`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  await page.addStyleTag({ content: '.Toastify { display: none !important; }' });
+  // The left side bar and the main area: the panel tree beside the open session.
+  await page.screenshot({ path: file, clip: { x: 0, y: 0, width: 1280, height: 760 } });
+  await info.attach(name, { path: file, contentType: 'image/png' });
+  return file;
+}
+
+/** Start a command without waiting for it (it may wait for a dialog the test answers). */
+async function start(page: Page, command: string, args: Record<string, unknown> = {}) {
+  await page.evaluate(
+    ([c, a]) => {
+      void (window as any).jupyterapp.commands.execute(c, a);
+    },
+    [command, args] as const
+  );
+}
+
 const panel = (page: Page) => page.locator('.jp-PrimeAgents');
 const rows = (page: Page) => page.locator('.jp-PrimeAgents-row');
 const sessionView = (page: Page) => page.locator('.jp-PrimeSession:visible');
 
-test('empty state, then a new agent appears at once and its trajectory streams in', async ({ page }) => {
+test('end to end: a root spawns a child, both finish, co-working in the root console shows in its trajectory', async ({
+  page
+}, info) => {
   await openLab(page);
   await page.keyboard.press('ControlOrMeta+Shift+y');
   await expect(panel(page)).toBeVisible();
   await expect(page.locator('.jp-PrimeAgents-empty')).toContainText('No agent sessions yet');
 
+  // Start a root agent from the panel's form, with the scripted model that spawns a child.
   await page.keyboard.press('ControlOrMeta+Alt+n');
   const prompt = page.locator('.jp-PrimeAgents-prompt');
   await expect(prompt).toBeVisible();
   await expect(page.locator('.jp-PrimeAgents-form option[value="scripted/ui-root"]')).toHaveCount(1);
   await prompt.fill('Compute 6*7 and ask a child to double 21');
   await page.locator('.jp-PrimeAgents-form select').selectOption('scripted/ui-root');
+  await page.getByLabel('Token budget').fill('200k');
+  await page.getByLabel('Turn budget').fill('20');
   await page.getByRole('button', { name: 'Start' }).click();
 
   // The new root is in the tree right away (before any push event or poll).
   await expect(rows(page).filter({ hasText: 'Compute 6*7' })).toHaveCount(1, { timeout: 3000 });
 
-  // Its view opens and reaches DONE with the answer.
-  const view = sessionView(page);
-  await expect(view).toHaveAttribute('data-state', 'DONE', { timeout: 90_000 });
-  await expect(view.locator('.jp-PrimeSession-answer')).toContainText('42');
-  await expect(view.locator('.jp-PrimeEvent-task')).toContainText('Compute 6*7');
-  await expect(view.locator('.jp-PrimeEvent-assistant').first()).toContainText('compute');
-  // Cell outputs go through rendermime.
-  await expect(view.locator('.jp-PrimeEvent-cell .jp-OutputArea').first()).toContainText('x is 42');
-  await expect(view.locator('.jp-PrimeEvent-answer')).toContainText('42');
-
-  // The child is nested under the root, with own and subtree usage on the root.
+  // Both rows reach DONE, with non-zero tokens; the child is nested under the root.
   const root = rows(page).filter({ hasText: 'Compute 6*7' });
   const child = rows(page).filter({ hasText: 'child: double 21' });
+  await expect(root).toHaveAttribute('data-state', 'DONE', { timeout: 90_000 });
+  await expect(child).toHaveAttribute('data-state', 'DONE', { timeout: 30_000 });
   await expect(root).toHaveAttribute('aria-level', '1');
   await expect(child).toHaveAttribute('aria-level', '2');
-  await expect(child).toHaveAttribute('data-state', 'DONE');
+  for (const row of [root, child]) {
+    await expect(row.locator('.jp-PrimeAgents-tokens')).not.toHaveText(/^0 tok/);
+  }
   await expect(root.locator('.jp-PrimeAgents-tokens')).toContainText('Σ');
-  await expect(root.locator('.jp-PrimeAgents-badge')).toHaveText('DONE');
 
-  // "spawned sub-agent" opens the child's own view.
-  await view.locator('.jp-PrimeEvent-child a').click();
+  // The root's view opened on start: its trajectory, answer and budget in the daemon's keys.
+  const view = sessionView(page);
+  await expect(view).toHaveAttribute('data-state', 'DONE');
+  await expect(view.locator('.jp-PrimeSession-answer')).toContainText('42');
+  await expect(view.locator('.jp-PrimeSession-budget')).toContainText('tokens 200k');
+  await expect(view.locator('.jp-PrimeSession-budget')).toContainText('turns 20');
+  await expect(view.locator('.jp-PrimeEvent-task')).toContainText('Compute 6*7');
+  await expect(view.locator('.jp-PrimeEvent-assistant').first()).toContainText('compute');
+  await expect(view.locator('.jp-PrimeEvent-cell .jp-OutputArea').first()).toContainText('x is 42');
+  const rootId = await root.getAttribute('data-session-id');
+
+  // Open the child's trajectory from its row.
+  await child.click();
   await expect(sessionView(page).locator('.jp-PrimeSession-title')).toContainText('child: double 21');
   await expect(sessionView(page).locator('.jp-PrimeSession-answer')).toContainText('42');
+  await expect(sessionView(page).locator('.jp-PrimeEvent-cell')).toContainText('answer(21 * 2)');
+
+  // Back to the root; open a console on its kernel (kept up after DONE for co-working).
+  await root.click();
+  const rootView = sessionView(page);
+  await expect(rootView).toHaveAttribute('id', `prime-kernel-session-${rootId}`);
+  await page.locator('.jp-MainAreaWidget:visible .jp-Toolbar-item', { hasText: 'Console' }).click();
+  const consolePanel = page.locator('.jp-ConsolePanel:visible');
+  await expect(consolePanel).toBeVisible();
+  await consolePanel.locator('.jp-CodeConsole-input .cm-content').click();
+  await page.keyboard.type("print('co-working', x + 1)");
+  await page.keyboard.press('Shift+Enter');
+  await expect(consolePanel.locator('.jp-OutputArea-output').last()).toContainText('co-working 43');
+
+  // The line shows up in the root's trajectory as the user's cell, with its output.
+  const userCell = page
+    .locator(`#prime-kernel-session-${rootId} .jp-PrimeEvent-cell.jp-mod-user`)
+    .filter({ hasText: "print('co-working', x + 1)" });
+  await expect(userCell).toHaveCount(1, { timeout: 30_000 });
+  await expect(userCell.locator('.jp-OutputArea')).toContainText('co-working 43');
+  await expect(userCell.locator('.jp-PrimeEvent-source')).toHaveText('user');
+
+  // Screenshots: the panel with the root and its child beside the root's trajectory.
+  await run(page, 'prime-kernel:open-session', { id: rootId });
+  await userCell.scrollIntoViewIfNeeded();
+  const light = await screenshot(page, info, 'agents-light');
+  if (process.env.PRIME_UI_UPDATE_DOCS) {
+    fs.copyFileSync(light, path.join(__dirname, '..', '..', 'docs', 'agents-panel.png'));
+  }
+  await run(page, 'apputils:change-theme', { theme: 'JupyterLab Dark' });
+  await expect(page.locator('body')).toHaveAttribute('data-jp-theme-light', 'false');
+  await screenshot(page, info, 'agents-dark');
+  await run(page, 'apputils:change-theme', { theme: 'JupyterLab Light' });
+  await expect(page.locator('body')).toHaveAttribute('data-jp-theme-light', 'true');
+});
+
+test('export as notebook: one notebook, then the subtree as a folder, never overwriting', async ({
+  page,
+  request
+}) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  const root = rows(page).filter({ hasText: 'Compute 6*7' });
+  const rootId = (await root.getAttribute('data-session-id'))!;
+  const exportRoot = async (withChildren: boolean) => {
+    await start(page, 'prime-kernel:export-notebook', { id: rootId });
+    const dialog = page.locator('.jp-Dialog');
+    await expect(dialog).toContainText('With sub-agents');
+    await dialog.getByLabel('With sub-agents').setChecked(withChildren);
+    await dialog.getByRole('button', { name: 'Export' }).click();
+  };
+  const tab = (name: string) => page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: name });
+  const listing = async () =>
+    ((await (await request.get('/api/contents')).json()).content as { name: string; type: string }[])
+      .map(f => `${f.name}${f.type === 'directory' ? '/' : ''}`)
+      .sort();
+  const exported = async (withChildren: boolean) => {
+    const before = await listing();
+    await exportRoot(withChildren);
+    await expect.poll(async () => (await listing()).length).toBe(before.length + 1);
+    return (await listing()).find(f => !before.includes(f))!;
+  };
+
+  // Named after the session (its name, as a file-name slug), opened at once.
+  const first = await exported(false);
+  expect(first).toMatch(/^compute-6-7-and-ask-a-child[a-z0-9-]*\.ipynb$/);
+  await expect(tab(first)).toHaveCount(1);
+  const nb = await (await request.get(`/api/contents/${first}`)).json();
+  expect(nb.type).toBe('notebook');
+  expect(JSON.stringify(nb.content)).toContain('Compute 6*7');
+
+  // The same name is taken: the next export gets a numbered one instead of overwriting.
+  const second = await exported(false);
+  expect(second).toBe(first.replace(/\.ipynb$/, '-1.ipynb'));
+  await expect(tab(second)).toHaveCount(1);
+
+  // With sub-agents: a folder of linked notebooks; the root's own notebook opens.
+  const folderName = await exported(true);
+  expect(folderName).toBe(first.replace(/\.ipynb$/, '/'));
+  const folder = await (await request.get(`/api/contents/${folderName}`)).json();
+  expect(folder.content.map((f: any) => f.name).sort()).toContain(`${rootId}.ipynb`);
+  expect(folder.content.length).toBe(2);
+  await expect(tab(`${rootId}.ipynb`)).toHaveCount(1);
+
+  // A refused export shows the server's message.
+  const refused = await request.post(`/api/prime/sessions/${rootId}/export`, {
+    data: { path: '../outside.ipynb' }
+  });
+  expect(refused.status()).toBe(403);
+  expect((await refused.json()).message).toContain('outside the server root');
 });
 
 test('filter by state and text, collapse subtrees', async ({ page }) => {
@@ -130,15 +253,11 @@ test('a running agent: console on its kernel, message, cancel', async ({ page, r
   await page.keyboard.press('Shift+Enter');
   await expect(consolePanel.locator('.jp-OutputArea-output').last()).toContainText('yesyes');
 
-  // Message the agent (skipped while the server has no messages endpoint).
-  const probe = await request.post(`/api/prime/sessions/${session.id}/messages`, {
-    data: { message: 'probe' }
-  });
-  if (probe.status() !== 404 && probe.status() !== 405) {
-    await view.locator('.jp-PrimeSession-input').fill('hello from the UI test');
-    await view.locator('.jp-PrimeSession-input').press('Enter');
-    await expect(view.locator('.jp-PrimeSession-status')).toContainText('Message sent');
-  }
+  // Message the agent from its view (POST /api/prime/sessions/{id}/messages).
+  await view.locator('.jp-PrimeSession-input').fill('hello from the UI test');
+  await view.locator('.jp-PrimeSession-input').press('Enter');
+  await expect(view.locator('.jp-PrimeSession-status')).toContainText('Message sent');
+  await expect(view.locator('.jp-PrimeSession-input')).toHaveValue('');
 
   // Cancel with confirmation.
   await page.locator('.jp-MainAreaWidget:visible .jp-Toolbar-item', { hasText: 'Cancel' }).first().click();
@@ -149,10 +268,10 @@ test('a running agent: console on its kernel, message, cancel', async ({ page, r
 
 test('palette commands and dark theme', async ({ page }) => {
   await openLab(page);
-  await page.keyboard.press('ControlOrMeta+Shift+c');
-  await page.keyboard.type('Prime Agents');
+  await run(page, 'apputils:activate-command-palette');
+  await page.locator('.lm-CommandPalette-input').fill('Prime Agents');
   const palette = page.locator('.lm-CommandPalette');
-  for (const label of ['Open Agents Panel', 'New Agent…', 'Refresh Agents']) {
+  for (const label of ['Open Agents Panel', 'New Agent…', 'Refresh Agents', 'Open Agent Harness']) {
     await expect(palette.getByText(label, { exact: true })).toBeVisible();
   }
   await page.keyboard.press('Escape');
@@ -166,4 +285,69 @@ test('palette commands and dark theme', async ({ page }) => {
     .evaluate(el => getComputedStyle(el).backgroundColor);
   expect(bg).not.toBe('rgba(0, 0, 0, 0)');
   await run(page, 'apputils:change-theme', { theme: 'JupyterLab Light' });
+});
+
+test('harness: browse, open in the editor, history with diffs, rollback, refine and review', async ({
+  page,
+  request
+}) => {
+  // An entry with two versions, made through the REST API.
+  const created = await request.post('/api/prime/harness', {
+    data: { kind: 'note', id: 'house-style', title: 'House style', content: 'Use short sentences.' }
+  });
+  expect(created.status()).toBe(201);
+  const updated = await request.put('/api/prime/harness/notes/house-style', {
+    data: { content: 'Use short sentences.\nName every file you touch.', reason: 'more precise' }
+  });
+  expect(updated.status()).toBe(200);
+
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  await page.locator('.jp-PrimeAgents .jp-Toolbar-item', { hasText: 'Harness' }).click();
+  const view = page.locator('.jp-PrimeHarness:visible');
+  await expect(view.locator('.jp-PrimeHarness-policy')).toContainText('review');
+  const entry = view.locator('.jp-PrimeHarness-entry[data-entry-id="house-style"]');
+  await expect(entry).toContainText('House style');
+  await entry.click();
+  const detail = view.locator('.jp-PrimeHarness-detail');
+  await expect(detail.locator('.jp-PrimeHarness-content').first()).toContainText('Name every file');
+  await expect(detail.locator('.jp-PrimeHarness-history tbody tr')).toHaveCount(2);
+
+  // The diff of version 2 against version 1.
+  await detail.locator('tr[data-version="2"] button', { hasText: 'Diff' }).click();
+  await expect(detail.locator('.jp-PrimeHarness-diff-add')).toContainText('+Name every file you touch.');
+
+  // Roll back to version 1: a new version 3 with the exact earlier content.
+  await detail.locator('tr[data-version="1"] button', { hasText: 'Roll back here' }).click();
+  await page.locator('.jp-Dialog').getByRole('button', { name: 'Roll back' }).click();
+  await expect(detail.locator('.jp-PrimeHarness-history tbody tr')).toHaveCount(3);
+  await expect(detail.locator('.jp-PrimeHarness-content').first()).not.toContainText('Name every file');
+  const file = await (await request.get('/api/prime/harness/notes/house-style')).json();
+  expect(file.content.trim()).toBe('Use short sentences.');
+
+  // Open the entry's file in the editor (a project entry lives under the server root).
+  await detail.getByRole('button', { name: 'Open in editor' }).click();
+  await expect(page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: 'house-style.md' })).toHaveCount(1);
+  await expect(page.locator('.jp-FileEditor:visible .cm-content')).toContainText('Use short sentences.');
+
+  // Refine: the scripted model proposes two edits; review holds them; approve one, reject one.
+  await run(page, 'prime-kernel:open-harness');
+  await view.getByRole('button', { name: 'Refine…' }).click();
+  await page.locator('.jp-Dialog input').fill('learn from the last session');
+  await page.locator('.jp-Dialog').getByRole('button', { name: 'Ok' }).click();
+  const refinement = view.locator('.jp-PrimeHarness-refinement').first();
+  await expect(refinement).toContainText('Write down how to check work', { timeout: 60_000 });
+  await expect(refinement.locator('.jp-PrimeHarness-edit[data-status="pending"]')).toHaveCount(2);
+  await refinement
+    .locator('.jp-PrimeHarness-edit', { hasText: 'create note check-results' })
+    .getByRole('button', { name: 'Approve' })
+    .click();
+  await expect(refinement.locator('.jp-PrimeHarness-edit[data-status="applied"]')).toHaveCount(1);
+  await refinement
+    .locator('.jp-PrimeHarness-edit', { hasText: 'create memory doubling' })
+    .getByRole('button', { name: 'Reject' })
+    .click();
+  await expect(refinement.locator('.jp-PrimeHarness-edit[data-status="rejected"]')).toHaveCount(1);
+  await expect(view.locator('.jp-PrimeHarness-entry[data-entry-id="check-results"]')).toHaveCount(1);
+  await expect(view.locator('.jp-PrimeHarness-entry[data-entry-id="doubling"]')).toHaveCount(0);
 });

@@ -1,0 +1,40 @@
+// The scripted test models (prime_kernel/models/scripted.py): playwright.config.js writes them
+// to a JSON file and points the server's PRIME_SCRIPTS at it.
+const refinement = {
+  summary: 'Write down how to check work before answering',
+  rationale: 'The root agent answered without checking its child result.',
+  expected_outcome: 'Agents verify sub-agent results before answering.',
+  edits: [
+    {
+      op: 'create',
+      kind: 'note',
+      id: 'check-results',
+      title: 'Check results',
+      content: 'Before answering, check what sub-agents returned.',
+      reason: 'the root trusted its child blindly'
+    },
+    {
+      op: 'create',
+      kind: 'memory',
+      id: 'doubling',
+      title: 'Doubling 21',
+      content: '21 doubled is 42.',
+      reason: 'a fact the child computed'
+    }
+  ]
+};
+
+module.exports = {
+  'ui-root': {
+    turns: [
+      { text: 'Let me **compute** it.', code: "x = 6 * 7\nprint('x is', x)\nx" },
+      { code: "h = rlm('child: double 21', model='scripted/ui-child')\nr = h.result(timeout=60)\nr" },
+      { code: 'answer(x)' }
+    ]
+  },
+  'ui-child': { turns: [{ code: 'answer(21 * 2)' }] },
+  'ui-slow': {
+    turns: [{ code: "ready = 'yes'\nready" }, { text: 'thinking for a long time', sleep: 600 }]
+  },
+  'ui-refine': { turns: [{ text: JSON.stringify(refinement) }] }
+};
