@@ -700,6 +700,8 @@ class Daemon(LoggingConfigurable):
             )
         }
         out["has_answer"] = bool(record.get("answer_blob"))
+        # Whether the session's kernel is still up (a person can attach a console to it).
+        out["kernel_alive"] = bool(live and live.runner is not None)
         out["options"] = record.get("options") or {}
         out["usage"] = {"own": usage_mod.summed([own]), "subtree": usage_mod.summed(parts)}
         out["children"] = [d["id"] for d in descendants if d["parent_id"] == record["id"]]
