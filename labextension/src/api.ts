@@ -6,6 +6,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import {
+  IEntryUpdate,
   IHarnessEntry,
   IHarnessListing,
   IHarnessVersion,
@@ -137,6 +138,11 @@ export class PrimeAPI {
 
   harnessEntry(kind: string, id: string): Promise<IHarnessEntry> {
     return this.request<IHarnessEntry>(['harness', kindUrl(kind), id]);
+  }
+
+  /** Change an entry (author "user"); 409 if `base_version` is no longer its version. */
+  harnessUpdate(kind: string, id: string, body: IEntryUpdate): Promise<IHarnessEntry> {
+    return this.request<IHarnessEntry>(['harness', kindUrl(kind), id], this._json('PUT', body));
   }
 
   async harnessHistory(kind: string, id: string): Promise<IHarnessVersion[]> {

@@ -1,6 +1,7 @@
 /**
  * The Harness view: browse the Continual Harness (prompt notes, memories, skills, sub-agent
- * specs; project and global), open an entry's file in the editor, its history with diffs,
+ * specs; project and global), open an entry's file in the editor (or edit it through the REST
+ * API when the editor cannot reach it: harnessEditor.ts), its history with diffs,
  * roll back, run a refinement and review the proposed edits one by one.
  * REST: docs/architecture.md, "Continual Harness"; pure logic in harnessModel.ts.
  */
@@ -9,6 +10,7 @@ import { Widget } from '@lumino/widgets';
 
 import { PrimeAPI } from './api';
 import { h } from './dom';
+import { editHarnessEntry } from './harnessEditor';
 import {
   canRollbackRefinement,
   canRollbackTo,
@@ -156,7 +158,7 @@ export class HarnessView extends Widget {
     }
     this._entry = entry;
     this._versions = versions;
-    const editable = this._editorPath(entry) !== null;
+    const inRoot = this._editorPath(entry) !== null;
     const meta = Object.entries(entry.metadata || {}).map(([k, v]) =>
       h('li', {}, h('strong', {}, `${k}: `), typeof v === 'string' ? v : JSON.stringify(v))
     );
@@ -173,7 +175,7 @@ export class HarnessView extends Widget {
       h(
         'div',
         { className: 'jp-PrimeHarness-actions' },
-        button(editable ? 'Open in editor' : 'View (read-only)', 'open', {}, true)
+        button(inRoot ? 'Open in editor' : 'Edit', 'open', {}, true)
       ),
       meta.length ? h('ul', { className: 'jp-PrimeHarness-metadata' }, ...meta) : null,
       h('pre', { className: 'jp-PrimeHarness-content' }, entry.content ?? ''),
@@ -296,33 +298,22 @@ export class HarnessView extends Widget {
       return;
     }
     const path = this._editorPath(entry);
-    let note = 'This file is outside the server root, so it opens read-only here.';
+    let note = 'This entry is outside the server root: it is edited here, and each save is a new version.';
     if (path !== null) {
       try {
         await this.options.openFile(path);
         return;
       } catch (err) {
         note =
-          `JupyterLab cannot open ${path} (${(err as Error).message}); hidden folders need ` +
-          '`c.ContentsManager.allow_hidden = True`. Read-only view:';
+          `JupyterLab cannot open ${path} (${(err as Error).message}; hidden folders need ` +
+          '`c.ContentsManager.allow_hidden = True`): it is edited here, and each save is a new version.';
       }
     }
-    // Outside the server root (a global entry), or not served: show it read-only.
-    const files = Object.entries(entry.files || {});
-    await showDialog({
-      title: `${entry.kind} ${entry.id} (${entry.scope}, read-only)`,
-      body: new Widget({
-        node: h(
-          'div',
-          { className: 'jp-PrimeHarness-readonly' },
-          h('div', { className: 'jp-PrimeHarness-hint' }, note),
-          h('div', { className: 'jp-PrimeHarness-entryMeta' }, entry.file || entry.path),
-          h('pre', { className: 'jp-PrimeHarness-content' }, entry.content ?? ''),
-          ...files.map(([name, text]) => h('details', {}, h('summary', {}, name), h('pre', {}, text)))
-        )
-      }),
-      buttons: [Dialog.okButton({ label: 'Close' })]
-    });
+    const saved = await editHarnessEntry(this.options.api, entry, note);
+    if (saved) {
+      this._setStatus(`${saved.kind} ${saved.id}: saved as v${saved.version ?? '?'}.`);
+      await this.refresh();
+    }
   }
 
   private _diffPane(): HTMLElement | null {

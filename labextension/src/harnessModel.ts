@@ -260,3 +260,93 @@ export function sortRefinements(list: IRefinement[]): IRefinement[] {
         Number(pendingEdits(b).length > 0) - Number(pendingEdits(a).length > 0) || ts(b) - ts(a)
     );
 }
+
+// ---------------------------------------------------------------------------
+// Editing an entry through the REST API (when the editor cannot reach its file)
+// ---------------------------------------------------------------------------
+
+/** What the entry editor shows and the person changes; metadata as JSON text. */
+export interface IEntryDraft {
+  title: string;
+  content: string;
+  metadata: string;
+}
+
+/** Body of PUT /api/prime/harness/{kind}/{id}. */
+export interface IEntryUpdate {
+  title?: string;
+  content?: string;
+  metadata?: Record<string, unknown>;
+  base_version?: number;
+  scope: string;
+  reason: string;
+}
+
+/** The editor's starting point: the entry as loaded. */
+export function entryDraft(e: IHarnessEntry): IEntryDraft {
+  return {
+    title: e.title ?? '',
+    content: e.content ?? '',
+    metadata: JSON.stringify(e.metadata ?? {}, null, 2)
+  };
+}
+
+/** Metadata typed as JSON text: an object, or an Error saying what is wrong. */
+export function parseMetadata(text: string): Record<string, unknown> {
+  if (!text.trim()) {
+    return {};
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`Metadata is not valid JSON: ${(err as Error).message}`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new Error('Metadata must be a JSON object, e.g. {"tags": ["csv"]}');
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * The update to send for a draft of `base`: only the changed fields, with the loaded version
+ * as `base_version` (the server answers 409 if someone changed the entry since) and the
+ * entry's scope (so a global entry is edited where it lives). Null when nothing changed;
+ * throws when the metadata is not a JSON object.
+ */
+export function entryUpdate(base: IHarnessEntry, draft: IEntryDraft): IEntryUpdate | null {
+  const start = entryDraft(base);
+  const body: IEntryUpdate = { scope: base.scope, reason: 'edited in the Harness view' };
+  let changed = false;
+  if (draft.title !== start.title) {
+    body.title = draft.title;
+    changed = true;
+  }
+  if (draft.content !== start.content) {
+    body.content = draft.content;
+    changed = true;
+  }
+  if (draft.metadata !== start.metadata) {
+    const metadata = parseMetadata(draft.metadata);
+    if (JSON.stringify(metadata) !== JSON.stringify(base.metadata ?? {})) {
+      body.metadata = metadata;
+      changed = true;
+    }
+  }
+  if (!changed) {
+    return null;
+  }
+  if (typeof base.version === 'number') {
+    body.base_version = base.version;
+  }
+  return body;
+}
+
+/** What the editor says when a save was refused because the entry changed meanwhile (409). */
+export function conflictMessage(base: IHarnessEntry, serverMessage: string): string {
+  return (
+    `Conflict: ${base.kind} ${base.id} was changed by someone else since you opened ` +
+    `version ${base.version ?? '?'} (${serverMessage}). Nothing was saved and your edits are ` +
+    'still here. “Reload latest” loads the current version and keeps your edits beside it to copy from.'
+  );
+}

@@ -1,16 +1,20 @@
 import {
   canRollbackRefinement,
   canRollbackTo,
+  conflictMessage,
   diffPair,
   diffStat,
   editLabel,
+  entryDraft,
   entryFile,
+  entryUpdate,
   groupEntries,
   IHarnessEntry,
   IHarnessVersion,
   IRefinement,
   kindUrl,
   parseDiff,
+  parseMetadata,
   pendingEdits,
   relativeToRoot,
   sortRefinements
@@ -111,5 +115,61 @@ describe('refinements', () => {
   it('puts refinements waiting for review first, then newest first', () => {
     const list = [R('old', 1, ['applied']), R('new', 3, ['rejected']), R('waiting', 2, ['pending'])];
     expect(sortRefinements(list).map(r => r.id)).toEqual(['waiting', 'new', 'old']);
+  });
+});
+
+describe('editing an entry through the REST API', () => {
+  const loaded = E('note', 'style', {
+    scope: 'global',
+    version: 4,
+    title: 'Style',
+    content: 'Short sentences.',
+    metadata: { tags: ['prose'] }
+  });
+
+  it('starts from the loaded entry, metadata as JSON text', () => {
+    expect(entryDraft(loaded)).toEqual({
+      title: 'Style',
+      content: 'Short sentences.',
+      metadata: '{\n  "tags": [\n    "prose"\n  ]\n}'
+    });
+    expect(entryDraft(E('note', 'bare'))).toEqual({ title: '', content: '', metadata: '{}' });
+  });
+
+  it('sends only the changed fields, the loaded version as base_version and the scope', () => {
+    const draft = { ...entryDraft(loaded), content: 'Short sentences. Name files.' };
+    expect(entryUpdate(loaded, draft)).toEqual({
+      content: 'Short sentences. Name files.',
+      base_version: 4,
+      scope: 'global',
+      reason: 'edited in the Harness view'
+    });
+    const meta = { ...entryDraft(loaded), title: 'House style', metadata: '{"tags": ["prose", "files"]}' };
+    expect(entryUpdate(loaded, meta)).toMatchObject({
+      title: 'House style',
+      metadata: { tags: ['prose', 'files'] },
+      base_version: 4
+    });
+  });
+
+  it('sends nothing when nothing changed (reformatted metadata is no change)', () => {
+    expect(entryUpdate(loaded, entryDraft(loaded))).toBeNull();
+    expect(entryUpdate(loaded, { ...entryDraft(loaded), metadata: '{"tags":["prose"]}' })).toBeNull();
+  });
+
+  it('refuses metadata that is not a JSON object, saying why', () => {
+    expect(() => parseMetadata('{"a": ')).toThrow(/not valid JSON/);
+    expect(() => parseMetadata('[1, 2]')).toThrow(/must be a JSON object/);
+    expect(() => parseMetadata('null')).toThrow(/must be a JSON object/);
+    expect(parseMetadata('  ')).toEqual({});
+    expect(() => entryUpdate(loaded, { ...entryDraft(loaded), metadata: '"x"' })).toThrow(/JSON object/);
+  });
+
+  it('explains a conflict: what changed, that nothing was saved, and how to reload', () => {
+    const msg = conflictMessage(loaded, "note 'style' is at version 5, not 4");
+    expect(msg).toMatch(/^Conflict: note style was changed by someone else since you opened version 4/);
+    expect(msg).toContain('at version 5, not 4');
+    expect(msg).toContain('Nothing was saved');
+    expect(msg).toContain('Reload latest');
   });
 });
