@@ -32,7 +32,9 @@ import { HarnessView } from './harness';
 import { ExportOptions } from './export';
 import { agentsIcon } from './icons';
 import {
+  consoleAvailability,
   exportBaseName,
+  exportChoices,
   exportedNotebook,
   exportPath,
   ISession,
@@ -81,14 +83,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
       namespace: 'prime-kernel-harness'
     });
     let harness = false;
-    const kernelRunning = (id: string): boolean => {
-      for (const k of serviceManager.kernels.running()) {
-        if (k.id === id) {
-          return true;
-        }
-      }
-      return false;
-    };
 
     /** The session a command applies to: args.id, the row under the context menu, or the current view. */
     const resolve = (args: ReadonlyPartialJSONObject): ISession | undefined => {
@@ -111,14 +105,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
         void commands.execute(CommandIDs.openSession, { id });
       },
       openConsole: async (s: ISession) => {
-        if (s.kernel_id && isTerminal(s.state)) {
-          await serviceManager.kernels.refreshRunning();
-        }
-        if (!s.kernel_id || (isTerminal(s.state) && !kernelRunning(s.kernel_id))) {
-          await showErrorMessage(
-            'No kernel',
-            `Session ${s.id} has no running kernel${isTerminal(s.state) ? ' any more' : ''}.`
-          );
+        // The button follows the listed `kernel_alive`; the session's own record is fresher
+        // (the list only changes when the store refetches).
+        const { enabled, reason } = consoleAvailability(await api.getSession(s.id));
+        if (!enabled) {
+          void store.requestRefresh();
+          await showErrorMessage('No kernel', `Cannot open a console: ${reason}.`);
           return;
         }
         const view = tracker.find(w => w.content.sessionId === s.id);
@@ -137,16 +129,19 @@ const plugin: JupyterFrontEndPlugin<void> = {
       },
       exportNotebook: async (s: ISession) => {
         let subtree = false;
-        if (store.sessions.some(c => c.parent_id === s.id)) {
+        let withContext = false;
+        const choices = exportChoices(s, store.sessions);
+        if (choices.subtree || choices.withContext) {
           const choice = await showDialog({
             title: 'Export as notebook',
-            body: new ExportOptions(),
+            body: new ExportOptions(choices),
             buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Export' })]
           });
           if (!choice.button.accept || !choice.value) {
             return;
           }
           subtree = choice.value.subtree;
+          withContext = choice.value.with_context;
         }
         const base = exportBaseName(s);
         // Never overwrite: the server refuses an existing target (409), so try the next name.
@@ -156,7 +151,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
               path: exportPath(base, subtree, attempt),
               subtree,
               force: false,
-              with_context: false
+              with_context: withContext
             });
             await commands.execute('docmanager:open', { path: exportedNotebook(result, s.id) });
             return;
@@ -345,7 +340,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       id: string,
       opts: {
         label: string;
-        caption: string;
+        caption: string | ((s: ISession | undefined) => string);
         icon: any;
         enabled: (s: ISession) => boolean;
         visible?: () => boolean;
@@ -354,7 +349,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     ) =>
       commands.addCommand(id, {
         label: opts.label,
-        caption: opts.caption,
+        caption: args => {
+          const caption = opts.caption;
+          return typeof caption === 'string' ? caption : caption(resolve(args));
+        },
         icon: args => (args.isPalette ? undefined : opts.icon),
         isEnabled: args => {
           const s = resolve(args);
@@ -379,11 +377,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     sessionCommand(CommandIDs.openConsole, {
       label: 'Open Agent Console',
-      caption: "Attach a console to this agent's kernel (co-work in its namespace)",
+      caption: s => {
+        const reason = s ? consoleAvailability(s).reason : '';
+        return reason || "Attach a console to this agent's kernel (co-work in its namespace)";
+      },
       icon: consoleIcon,
       // An ended root keeps its kernel a while for co-working (Daemon.keep_root_kernel);
-      // whether it still runs is checked on click (the kernel list may be stale here).
-      enabled: s => !!s.kernel_id && s.state !== 'INACTIVE',
+      // the session's `kernel_alive` says whether it still runs.
+      enabled: s => consoleAvailability(s).enabled,
       run: actions.openConsole
     });
     sessionCommand(CommandIDs.exportNotebook, {

@@ -71,6 +71,10 @@ export interface ISession {
   answer_repr?: string | null;
   usage?: { own?: IUsage; subtree?: IUsage } | null;
   budget?: Record<string, unknown> | null;
+  /** Whether the session's kernel is still up (a console can attach to it). */
+  kernel_alive?: boolean;
+  /** The type of the `context` input the agent was given, if any. */
+  context_type?: string | null;
   [key: string]: unknown;
 }
 
@@ -625,6 +629,16 @@ export function exportBaseName(s: ISession): string {
   return (s.name && slug(s.name)) || s.id;
 }
 
+/** The export dialog's options a session offers: its sub-agents, its context input. */
+export interface IExportChoices {
+  subtree: boolean;
+  withContext: boolean;
+}
+
+export function exportChoices(s: ISession, sessions: ISession[]): IExportChoices {
+  return { subtree: sessions.some(c => c.parent_id === s.id), withContext: !!s.context_type };
+}
+
 /** Body of POST /api/prime/sessions/{id}/export. */
 export interface IExportRequest {
   path: string;
@@ -787,4 +801,21 @@ export function summarizeEvent(e: IEvent): string {
 function firstLine(text: unknown, max = 80): string {
   const s = String(text ?? '').trim().split('\n')[0];
   return s.length > max ? s.slice(0, max - 1) + '…' : s;
+}
+
+// ---------------------------------------------------------------------------
+// Console on a session's kernel
+// ---------------------------------------------------------------------------
+
+export const KERNEL_GONE = "the session's kernel has been shut down";
+
+/** Whether "Open console" can attach to the session's kernel, and why not. */
+export function consoleAvailability(s: ISession): { enabled: boolean; reason: string } {
+  if (!s.kernel_id) {
+    return { enabled: false, reason: 'the session has no kernel' };
+  }
+  if (s.kernel_alive === false) {
+    return { enabled: false, reason: KERNEL_GONE };
+  }
+  return { enabled: true, reason: '' };
 }

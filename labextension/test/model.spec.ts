@@ -2,9 +2,11 @@ import {
   applyEmission,
   buildTree,
   Coalescer,
+  consoleAvailability,
   countByState,
   elapsedSeconds,
   exportBaseName,
+  exportChoices,
   exportedNotebook,
   exportPath,
   filterTree,
@@ -16,6 +18,7 @@ import {
   formatUsage,
   IEvent,
   isInSubtree,
+  KERNEL_GONE,
   isSessionEmission,
   ISession,
   lastSeq,
@@ -354,6 +357,27 @@ describe('export paths', () => {
     const single = { session_id: 'r1', path: 'report.ipynb', files: ['report.ipynb'] };
     expect(exportedNotebook(single, 'r1')).toBe('report.ipynb');
     expect(exportedNotebook({ session_id: 'r1', path: 'r1.ipynb', files: ['r1.ipynb'] }, 'r1')).toBe('r1.ipynb');
+  });
+  it('offers sub-agents when the session has children and context when it was given one', () => {
+    const root = S('r', { context_type: 'DataFrame' });
+    const child = S('c', { parent_id: 'r' });
+    expect(exportChoices(root, [root, child])).toEqual({ subtree: true, withContext: true });
+    expect(exportChoices(child, [root, child])).toEqual({ subtree: false, withContext: false });
+    expect(exportChoices(S('x', { context_type: null }), [])).toEqual({ subtree: false, withContext: false });
+  });
+});
+
+describe('consoleAvailability', () => {
+  it('allows a console on a live kernel', () => {
+    expect(consoleAvailability(S('a', { kernel_id: 'k', kernel_alive: true }))).toEqual({ enabled: true, reason: '' });
+  });
+  it('says why not when the kernel is shut down or there is none', () => {
+    expect(consoleAvailability(S('a', { kernel_id: 'k', kernel_alive: false, state: 'DONE' }))).toEqual({
+      enabled: false,
+      reason: KERNEL_GONE
+    });
+    expect(KERNEL_GONE).toBe("the session's kernel has been shut down");
+    expect(consoleAvailability(S('a', { kernel_id: null, kernel_alive: false })).enabled).toBe(false);
   });
 });
 
