@@ -62,8 +62,12 @@ async def test_idle_session_is_passivated_and_revived(daemon, jp_fetch, script):
     receipt = json.loads(resp.body)
     assert (receipt["status"], receipt["state"]) == ("queued", "INACTIVE")
     await wait_for(lambda: live.record.get("answer_repr") == "[[1, 2, 3], 2, False]", timeout=120)
-    states = [e["data"]["state"] for e in daemon.store.events(sid, kinds=["state"])]
-    assert states[:6] == ["ADMITTED", "RUNNING", "IDLE", "INACTIVE", "RUNNING", "IDLE"]
+
+    def states() -> list[str]:
+        return [e["data"]["state"] for e in daemon.store.events(sid, kinds=["state"])]
+
+    await wait_for(lambda: len(states()) >= 6)  # the answer comes just before IDLE
+    assert states()[:6] == ["ADMITTED", "RUNNING", "IDLE", "INACTIVE", "RUNNING", "IDLE"]
     restored = daemon.store.events(sid, kinds=["restore"])[-1]["data"]
     assert {"math", "xs"} <= set(restored["restored"]) and restored["failed"] == {}
     assert any(s.startswith("[Your session was inactive") for s in seen)
