@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,9 @@ from jupyter_client.manager import AsyncKernelManager
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prime_kernel.cli.run import make_server  # noqa: E402
-from prime_kernel.daemon.kernels import KernelRunner  # noqa: E402
-from prime_kernel.models import scripted  # noqa: E402
+from prime_kernel.cli.run import make_server
+from prime_kernel.daemon.kernels import KernelRunner
+from prime_kernel.models import scripted
 
 
 def median(xs: list[float]) -> float:
@@ -89,7 +90,8 @@ async def child_ready(daemon: Any, nb: KernelRunner, model: str, n: int, warm: b
         if warm:
             await wait_pool(daemon, 1)
         res = await nb.execute(
-            f"import time\nt0 = time.time()\nh = rlm('ready?', model={model!r})\nprint(t0, h.session_id)",
+            "import time\nt0 = time.time()\n"
+            f"h = rlm('ready?', model={model!r})\nprint(t0, h.session_id)",
             timeout=120,
         )
         t0, sid = res.outputs[0]["text"].split()
@@ -144,7 +146,7 @@ async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     record = await daemon.create_session("turns", model=turns, max_turns=args.turns + 2)
     await daemon.wait(record["id"], 600)
     obs = [e["ts"] for e in daemon.store.events(record["id"], kinds=["observation"])]
-    results["turn"] = median([b - a for a, b in zip(obs, obs[1:], strict=False)])
+    results["turn"] = median([b - a for a, b in pairwise(obs)])
     await nb.stop()
     await km.shutdown_kernel(kid, now=True)
     return results
@@ -181,8 +183,16 @@ def main() -> None:
         ("rlm() -> Handle, isolated (p95)", res["handle_isolated_p95"], None),
         ("rlm() -> Handle, burst of calls (median)", res["handle_burst_median"], None),
         ("rlm() -> Handle, burst of calls (p95)", res["handle_burst_p95"], None),
-        ("rlm() -> child ready, warm pool", res["ready_warm"], res["ready_warm"] / res["kernel_start"]),
-        ("rlm() -> child ready, pool size 0", res["ready_cold"], res["ready_cold"] / res["kernel_start"]),
+        (
+            "rlm() -> child ready, warm pool",
+            res["ready_warm"],
+            res["ready_warm"] / res["kernel_start"],
+        ),
+        (
+            "rlm() -> child ready, pool size 0",
+            res["ready_cold"],
+            res["ready_cold"] / res["kernel_start"],
+        ),
         ("one agent turn (scripted, runs 1+1)", res["turn"], res["turn"] / res["execute_rtt"]),
     ]
     for name, value, ratio in rows:

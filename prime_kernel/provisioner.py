@@ -17,7 +17,7 @@ URL_ENV = "PRIME_URL"
 TOKEN_ENV = "PRIME_TOKEN"
 
 
-class PrimeProvisioner(LocalProvisioner):  # type: ignore[misc]
+class PrimeProvisioner(LocalProvisioner):
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         from .daemon.daemon import current_daemon
 

@@ -14,8 +14,9 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from jupyter_client import AsyncKernelManager
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,9 @@ class KernelRunner:
         self.kernel_id = kernel_id
         self.max_output_bytes = max_output_bytes
         self.on_foreign_cell = on_foreign_cell
-        km = kernel_manager.get_kernel(kernel_id)
+        # get_kernel() is annotated with the blocking KernelManager; an async multi-kernel
+        # manager's kernels are AsyncKernelManagers, whose client() is an AsyncKernelClient.
+        km = cast(AsyncKernelManager, kernel_manager.get_kernel(kernel_id))
         self.client = km.client()
         self._pending: dict[str, _Collector] = {}
         self._foreign: dict[str, _Collector] = {}
@@ -165,7 +168,7 @@ class KernelRunner:
                 await asyncio.sleep(0.05)
                 continue
             parent = msg.get("parent_header") or {}
-            parent_id = parent.get("msg_id")
+            parent_id: str = parent.get("msg_id") or ""
             collector = self._pending.get(parent_id)
             if collector is not None:
                 collector.add(msg)
@@ -240,7 +243,11 @@ class KernelRunner:
                 return reply
 
     async def interrupt(self) -> None:
-        await _maybe_await(self.kernel_manager.interrupt_kernel(self.kernel_id))
+        # Annotated `-> None`, but it returns the kernel's own interrupt_kernel() result, a
+        # coroutine for an AsyncKernelManager.
+        await _maybe_await(
+            self.kernel_manager.interrupt_kernel(self.kernel_id)  # type: ignore[func-returns-value]
+        )
 
 
 class KernelPool:

@@ -8,6 +8,7 @@ files edited by hand (their hash differs from the last recorded version) on ever
 from __future__ import annotations
 
 import asyncio
+import builtins
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -167,7 +168,7 @@ class Harness(LoggingConfigurable):
         base_version: int | None,
         author: str,
         reason: str = "",
-        evidence: list[Any] | None = None,
+        evidence: builtins.list[Any] | None = None,
         refinement_id: str | None = None,
         op: str | None = None,
     ) -> dict[str, Any]:
@@ -214,7 +215,7 @@ class Harness(LoggingConfigurable):
         scope: str = "project",
         author: str = "user",
         reason: str = "",
-        evidence: list[Any] | None = None,
+        evidence: builtins.list[Any] | None = None,
         refinement_id: str | None = None,
     ) -> E.Entry:
         kind = E.kind_of(kind)
@@ -259,7 +260,7 @@ class Harness(LoggingConfigurable):
         scope: str | None = None,
         author: str = "user",
         reason: str = "",
-        evidence: list[Any] | None = None,
+        evidence: builtins.list[Any] | None = None,
         refinement_id: str | None = None,
     ) -> E.Entry:
         """Change the given fields; `base_version` refuses the edit if someone changed it since."""
@@ -312,7 +313,7 @@ class Harness(LoggingConfigurable):
         scope: str | None = None,
         author: str = "user",
         reason: str = "",
-        evidence: list[Any] | None = None,
+        evidence: builtins.list[Any] | None = None,
         refinement_id: str | None = None,
     ) -> dict[str, Any]:
         kind = E.kind_of(kind)
@@ -346,7 +347,9 @@ class Harness(LoggingConfigurable):
                 return s
         raise NotFound(f"no {kind} named {entry_id!r} has any history", kind=kind, id=entry_id)
 
-    def history(self, kind: str, entry_id: str, scope: str | None = None) -> list[dict[str, Any]]:
+    def history(
+        self, kind: str, entry_id: str, scope: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
         kind = E.kind_of(kind)
         E.check_id(entry_id)
         s = self._history_scope(kind, entry_id, scope)

@@ -73,7 +73,7 @@ def import_prime_state(
             metadata["imported_from"] = f"prime-agent {prime_kind}:{raw_id}"
             if isinstance(raw.get("path"), str) and raw["path"] not in ("", "general"):
                 metadata.setdefault("path", raw["path"])
-            ref = raw.get("reference") if isinstance(raw.get("reference"), dict) else {}
+            ref: dict[str, Any] = raw["reference"] if isinstance(raw.get("reference"), dict) else {}
             module = ref.get("import") or ref.get("python_import")
             func = ref.get("callable")
             if kind == "skill" and isinstance(module, str) and isinstance(func, str):
@@ -156,7 +156,8 @@ def import_skills(
         entry_id = _our_id(meta.get("name") or d.name)
         files[E.SKILL_FILE] = _rename(files[E.SKILL_FILE], entry_id)
         entry = E.parse("skill", entry_id, files)
-        args = {
+        # The same keyword arguments for create() and, when replacing, update().
+        args: dict[str, Any] = {
             "title": entry.title,
             "content": entry.content,
             "metadata": entry.metadata,

@@ -208,7 +208,7 @@ class VersionStore:
 def diff(before: Files | None, after: Files | None, label_a: str, label_b: str) -> str:
     """A unified diff of two snapshots, file by file."""
     before, after = before or {}, after or {}
-    out = []
+    out: list[str] = []
     for name in sorted(set(before) | set(after)):
         a = before.get(name, "").splitlines(keepends=True)
         b = after.get(name, "").splitlines(keepends=True)

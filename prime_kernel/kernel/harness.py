@@ -7,6 +7,7 @@ made meanwhile by someone else is refused (Conflict) instead of being overwritte
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import sys
 import types
@@ -23,7 +24,7 @@ def _client() -> DaemonClient:
     return client()
 
 
-class Entry(dict):  # type: ignore[type-arg]
+class Entry(dict[str, Any]):
     """A harness entry: a dict with attribute access (`e.content`, `e.version`, ...)."""
 
     def __getattr__(self, name: str) -> Any:
@@ -76,7 +77,7 @@ class Kind:
         files: dict[str, str] | None = None,
         scope: str = "project",
         reason: str = "",
-        evidence: list[Any] | None = None,
+        evidence: builtins.list[Any] | None = None,
     ) -> Entry:
         body = {
             "id": id,
@@ -100,7 +101,7 @@ class Kind:
         files: dict[str, str] | None = None,
         base_version: int | None = None,
         reason: str = "",
-        evidence: list[Any] | None = None,
+        evidence: builtins.list[Any] | None = None,
     ) -> Entry:
         """Change the given fields. Refused if the entry changed since this REPL last saw it
         (or since `base_version`)."""
@@ -127,7 +128,7 @@ class Kind:
         self._seen.pop(id, None)
         return dict(out)
 
-    def history(self, id: str) -> list[dict[str, Any]]:
+    def history(self, id: str) -> builtins.list[dict[str, Any]]:
         return list(_client().request("GET", f"harness/{self.kind}/{_q(id)}/history")["versions"])
 
 

@@ -137,9 +137,7 @@ def _message_text(messages: list[dict[str, Any]]) -> str:
 def play(name: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The turn `name` plays next in this conversation, resolved to a dict."""
     script = get_script(name)
-    index = sum(
-        1 for m in messages if m.get("role") == "assistant" and m.get("name") != "example"
-    )
+    index = sum(1 for m in messages if m.get("role") == "assistant" and m.get("name") != "example")
     if index >= len(script.turns):
         return {"text": "(the script has no more turns)"}
     turn = script.turns[index]
@@ -196,7 +194,7 @@ def make_handler() -> Any:
     """The litellm CustomLLM instance serving `scripted/*` (litellm is imported lazily)."""
     import litellm
 
-    class ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc,name-defined]
+    class ScriptedLLM(litellm.CustomLLM):
         def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
             name = model.split("/", 1)[-1]
             turn = play(name, messages)

@@ -49,6 +49,8 @@ class PrimeApp(ExtensionApp):
         )
         self.daemon.kernel_path = self._kernel_path
         self.settings["prime_daemon"] = self.daemon
+        # ServerApp creates its event logger before it loads extensions.
+        assert serverapp.event_logger is not None
         serverapp.event_logger.register_event_schema(SCHEMA_PATH)
         self.daemon.add_listener(self._emit)
         if self.connect_all_kernels:
@@ -73,7 +75,7 @@ class PrimeApp(ExtensionApp):
             await self.daemon.stop()
 
     def _emit(self, note: dict[str, Any]) -> None:
-        assert self.serverapp is not None
+        assert self.serverapp is not None and self.serverapp.event_logger is not None
         self.serverapp.event_logger.emit(schema_id=SESSION_SCHEMA_ID, data=note)
 
     async def _kernel_path(self, kernel_id: str) -> str | None:

@@ -32,10 +32,10 @@ def prime_errors(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class PrimeHandler(ExtensionHandlerMixin, APIHandler):  # type: ignore[misc]
+class PrimeHandler(ExtensionHandlerMixin, APIHandler):
     @property
     def daemon(self) -> Daemon:
-        return self.settings["prime_daemon"]  # type: ignore[no-any-return]
+        return self.settings["prime_daemon"]
 
     def json_body(self) -> dict[str, Any]:
         try:

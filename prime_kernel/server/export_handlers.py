@@ -70,7 +70,7 @@ class ExportHandler(UserHandler):
     @prime_errors
     async def get(self, session_id: str) -> None:
         if self.get_argument("path", None) is not None:
-            raise PrimeError("to write an export under the root, POST {\"path\": ...} instead")
+            raise PrimeError('to write an export under the root, POST {"path": ...} instead')
         with_context = flag(self, "with_context")
         nb = await asyncio.to_thread(
             exporter(self).notebook_bytes, session_id, with_context=with_context
