@@ -101,6 +101,9 @@ class Daemon(LoggingConfigurable):
     max_cell_output_bytes = Int(
         10_000_000, config=True, help="Bytes of output stored per cell; the rest is counted."
     )
+    kernel_start_timeout = Float(
+        120.0, config=True, help="Seconds a new kernel may take to answer before it is retried."
+    )
     keep_root_kernel = Float(
         3600.0,
         config=True,
@@ -181,6 +184,7 @@ class Daemon(LoggingConfigurable):
             self.kernel_manager, self.kernel_name, self.pool_size, lambda: {"cwd": root}
         )
         self.pool.runner_kwargs = {"max_output_bytes": self.max_cell_output_bytes}
+        self.pool.start_timeout = self.kernel_start_timeout
         self.pool.fill()
 
     async def stop(self) -> None:

@@ -269,6 +269,7 @@ class KernelPool:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
         self.runner_kwargs: dict[str, Any] = {}
+        self.start_timeout = 120.0
 
     async def start_kernel(self) -> KernelRunner:
         kernel_id = await _maybe_await(
@@ -276,7 +277,7 @@ class KernelPool:
         )
         runner = KernelRunner(self.kernel_manager, kernel_id, **self.runner_kwargs)
         try:
-            await runner.start()
+            await runner.start(timeout=self.start_timeout)
         except BaseException:
             with contextlib.suppress(Exception):
                 await _maybe_await(self.kernel_manager.shutdown_kernel(kernel_id, now=True))
@@ -313,7 +314,13 @@ class KernelPool:
                 return runner
             await self.discard(runner)
         self.fill()
-        return await self.start_kernel()
+        try:
+            return await self.start_kernel()
+        except RuntimeError as e:
+            # On a loaded machine a kernel occasionally dies or stalls while starting; one
+            # fresh attempt is cheaper than failing the session.
+            log.warning("a kernel failed to start (%s); starting another", e)
+            return await self.start_kernel()
 
     async def discard(self, runner: KernelRunner) -> None:
         await runner.stop()
