@@ -20,13 +20,12 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from jupyter_client.manager import AsyncKernelManager
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from floors import kernel_start_floor
 
 from prime_kernel.cli.run import make_server
 from prime_kernel.daemon.kernels import KernelRunner
@@ -54,21 +53,6 @@ for _ in range({n}):
 
 def p95(xs: list[float]) -> float:
     return statistics.quantiles(xs, n=20, method="inclusive")[-1]
-
-
-async def kernel_start_floor(n: int) -> float:
-    times = []
-    for _ in range(n):
-        km = AsyncKernelManager(kernel_name="python3")
-        t = time.perf_counter()
-        await km.start_kernel()
-        kc = km.client()
-        kc.start_channels(hb=False)  # as the daemon does: a fair floor
-        await kc.wait_for_ready(timeout=60)
-        times.append(time.perf_counter() - t)
-        kc.stop_channels()
-        await km.shutdown_kernel(now=True)
-    return statistics.median(times)
 
 
 async def run_cell(nb: KernelRunner, code: str, timeout: float = 900) -> str:

@@ -28,6 +28,8 @@ from jupyter_client.manager import AsyncKernelManager
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from floors import kernel_start_floor, ready_client
+
 from prime_kernel.cli.run import make_server
 from prime_kernel.daemon.kernels import KernelRunner
 from prime_kernel.models import scripted
@@ -43,30 +45,17 @@ def p95(xs: list[float]) -> float:
 
 
 async def bare_floor(starts: int, executes: int) -> dict[str, float]:
-    start_times, rtts = [], []
-    km = None
-    for _ in range(starts):
-        km = AsyncKernelManager(kernel_name="python3")
-        t = time.perf_counter()
-        await km.start_kernel()
-        kc = km.client()
-        kc.start_channels(hb=False)  # as the daemon does: a fair floor
-        await kc.wait_for_ready(timeout=60)
-        start_times.append(time.perf_counter() - t)
-        kc.stop_channels()
-        await km.shutdown_kernel(now=True)
+    kernel_start = await kernel_start_floor(starts)
     km = AsyncKernelManager(kernel_name="python3")
-    await km.start_kernel()
-    kc = km.client()
-    kc.start_channels(hb=False)  # as the daemon does: a fair floor
-    await kc.wait_for_ready(timeout=60)
+    kc = await ready_client(km)
+    rtts = []
     for _ in range(executes):
         t = time.perf_counter()
         await kc.execute_interactive("1+1", output_hook=lambda msg: None)
         rtts.append(time.perf_counter() - t)
     kc.stop_channels()
     await km.shutdown_kernel(now=True)
-    return {"kernel_start": median(start_times), "execute_rtt": median(rtts)}
+    return {"kernel_start": kernel_start, "execute_rtt": median(rtts)}
 
 
 async def wait_pool(daemon: Any, n: int, timeout: float = 120) -> None:
