@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .errors import BudgetExceeded, PrimeError
@@ -85,20 +86,24 @@ def _chain(daemon: Daemon, session_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def _first_exhausted(daemon: Daemon, session_id: str) -> dict[str, Any] | None:
+def _chain_limits(daemon: Daemon, session_id: str) -> Iterator[tuple[str, str, float, float]]:
+    """(session id, key, allowed, spent) per limit of the session and its ancestors, nearest first.
+
+    Lazy, so a caller that stops early does not total the spending of further ancestors.
+    """
     for record in _chain(daemon, session_id):
         lim = limits(record)
         if not lim:
             continue
         used = spent(daemon, record["id"])
         for key, allowed in lim.items():
-            if used[key] >= allowed:
-                return {
-                    "limit": key,
-                    "allowed": allowed,
-                    "spent": used[key],
-                    "session_id": record["id"],
-                }
+            yield record["id"], key, allowed, used[key]
+
+
+def _first_exhausted(daemon: Daemon, session_id: str) -> dict[str, Any] | None:
+    for sid, key, allowed, used in _chain_limits(daemon, session_id):
+        if used >= allowed:
+            return {"limit": key, "allowed": allowed, "spent": used, "session_id": sid}
     return None
 
 
@@ -134,14 +139,9 @@ def check(daemon: Daemon, live: LiveSession) -> None:
 def remainder(daemon: Daemon, session_id: str) -> dict[str, float]:
     """The least that remains, per key, of the budgets of a session and its ancestors."""
     left: dict[str, float] = {}
-    for record in _chain(daemon, session_id):
-        lim = limits(record)
-        if not lim:
-            continue
-        used = spent(daemon, record["id"])
-        for key, allowed in lim.items():
-            room = allowed - used[key]
-            left[key] = min(left.get(key, room), room)
+    for _, key, allowed, used in _chain_limits(daemon, session_id):
+        room = allowed - used
+        left[key] = min(left.get(key, room), room)
     return left
 
 
