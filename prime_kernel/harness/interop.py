@@ -80,16 +80,19 @@ def import_prime_state(
                 metadata["entrypoint"] = f"{module}:{func}"
             if raw.get("arguments"):
                 metadata["arguments"] = raw["arguments"]
-            title = raw["title"] or entry_id
+            # The same fields whether the entry is new or (with replace) overwritten.
+            fields: dict[str, Any] = {
+                "title": raw["title"] or entry_id,
+                "content": raw["content"],
+                "metadata": metadata,
+                "scope": scope,
+                "author": author,
+            }
             try:
                 harness.create(
                     kind,
                     entry_id,
-                    title=title,
-                    content=raw["content"],
-                    metadata=metadata,
-                    scope=scope,
-                    author=author,
+                    **fields,
                     reason="imported from a Prime Agent harness_state.json",
                 )
                 report["created"].append(f"{kind}/{entry_id}")
@@ -100,11 +103,7 @@ def import_prime_state(
                 harness.update(
                     kind,
                     entry_id,
-                    title=title,
-                    content=raw["content"],
-                    metadata=metadata,
-                    scope=scope,
-                    author=author,
+                    **fields,
                     reason="re-imported from a Prime Agent harness_state.json",
                 )
                 report["updated"].append(f"{kind}/{entry_id}")
