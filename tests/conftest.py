@@ -4,13 +4,15 @@ deterministic `scripted/*` litellm provider."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
 import prime_kernel
@@ -137,3 +139,40 @@ async def wait_for(predicate: Callable[[], bool], timeout: float = 60) -> None:
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError("condition not met in time")
         await asyncio.sleep(0.05)
+
+
+# -- the user REST API, as the tests call it -----------------------------------------------
+async def start_session(jp_fetch: Any, prompt: str, **options: Any) -> str:
+    """POST /api/prime/sessions as the user; the new session's id."""
+    resp = await jp_fetch(
+        "api", "prime", "sessions", method="POST", body=json.dumps({"prompt": prompt, **options})
+    )
+    return str(json.loads(resp.body)["id"])
+
+
+async def get_session(jp_fetch: Any, session_id: str) -> dict[str, Any]:
+    """GET /api/prime/sessions/{id}: the session's record as the user sees it."""
+    return dict(json.loads((await jp_fetch("api", "prime", "sessions", session_id)).body))
+
+
+async def post_message(
+    jp_fetch: Any, session_id: str, message: str, **fields: Any
+) -> dict[str, Any]:
+    """POST /api/prime/sessions/{id}/messages as the user; the receipt."""
+    resp = await jp_fetch(
+        "api",
+        "prime",
+        "sessions",
+        session_id,
+        "messages",
+        method="POST",
+        body=json.dumps({"message": message, **fields}),
+    )
+    return dict(json.loads(resp.body))
+
+
+async def fetch_error(request: Awaitable[Any]) -> tuple[int, dict[str, Any]]:
+    """The status and JSON body of a REST call that must fail."""
+    with pytest.raises(HTTPClientError) as info:
+        await request
+    return info.value.code, json.loads(info.value.response.body)

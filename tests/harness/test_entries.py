@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-from tornado.httpclient import HTTPClientError
-
 from prime_kernel.daemon.daemon import Daemon
+from tests.conftest import fetch_error
 
 PRIME_STATE = {
     "schema": 1,
@@ -32,12 +30,6 @@ PRIME_STATE = {
     },
     "refinements": [],
 }
-
-
-async def fetch_error(jp_fetch, *path: str, **kwargs) -> tuple[int, dict]:
-    with pytest.raises(HTTPClientError) as info:
-        await jp_fetch(*path, **kwargs)
-    return info.value.code, json.loads(info.value.response.body)
 
 
 async def test_hand_edit_of_a_skill_is_versioned_and_broken_front_matter_is_named(
@@ -71,7 +63,7 @@ async def test_hand_edit_of_a_skill_is_versioned_and_broken_front_matter_is_name
     assert "-Use read(path)." in diff and "+Use read(path, sep=';')." in diff
 
     path.write_text("---\nname: csv-tools\ndescription: Reads\n  bad: [\n---\nbody\n")
-    code, body = await fetch_error(jp_fetch, "api", "prime", "harness", "skills", "csv-tools")
+    code, body = await fetch_error(jp_fetch("api", "prime", "harness", "skills", "csv-tools"))
     assert code == 400 and body["error"] == "front_matter"
     assert body["message"].startswith("skills/csv-tools/SKILL.md, line 4:")
     listing = json.loads((await jp_fetch("api", "prime", "harness")).body)
@@ -137,46 +129,50 @@ async def test_bad_input_is_refused_where_it_was_made(daemon: Daemon, jp_fetch, 
     root = h.files.root("project")
     for bad in ("../x", "X", ".hidden", "a/b"):
         code, body = await fetch_error(
-            jp_fetch,
-            "api",
-            "prime",
-            "harness",
-            method="POST",
-            body=json.dumps({"kind": "note", "id": bad, "content": "x"}),
+            jp_fetch(
+                "api",
+                "prime",
+                "harness",
+                method="POST",
+                body=json.dumps({"kind": "note", "id": bad, "content": "x"}),
+            )
         )
         assert code == 400 and "invalid id" in body["message"], bad
     assert not (root.parent / "x.md").exists()
     code, body = await fetch_error(
-        jp_fetch,
-        "api",
-        "prime",
-        "harness",
-        "notes",
-        "nothing",
-        method="PUT",
-        body=json.dumps({"content": "x"}),
+        jp_fetch(
+            "api",
+            "prime",
+            "harness",
+            "notes",
+            "nothing",
+            method="PUT",
+            body=json.dumps({"content": "x"}),
+        )
     )
     assert code == 404 and "no note named 'nothing'" in body["message"]
     h.create("note", "n1", content="one")
     code, body = await fetch_error(
-        jp_fetch,
-        "api",
-        "prime",
-        "harness",
-        "notes",
-        "n1",
-        "rollback",
-        method="POST",
-        body=json.dumps({"version": 7}),
+        jp_fetch(
+            "api",
+            "prime",
+            "harness",
+            "notes",
+            "n1",
+            "rollback",
+            method="POST",
+            body=json.dumps({"version": 7}),
+        )
     )
     assert code == 404 and "no version 7 (it has versions 1 to 1)" in body["message"]
     code, body = await fetch_error(
-        jp_fetch,
-        "api",
-        "prime",
-        "harness",
-        method="POST",
-        body=json.dumps({"kind": "policy", "id": "p", "content": "x"}),
+        jp_fetch(
+            "api",
+            "prime",
+            "harness",
+            method="POST",
+            body=json.dumps({"kind": "policy", "id": "p", "content": "x"}),
+        )
     )
     assert code == 400 and "unknown harness kind 'policy'" in body["message"]
 
@@ -250,12 +246,13 @@ async def test_import_prime_agent_state_and_export(daemon: Daemon, jp_fetch, tmp
     fresh = Harness(project_dir=str(tmp_path / "fresh"), global_dir=str(tmp_path / "g2"))
     assert interop.import_path(fresh, out / "skills")["created"] == ["skill/fetch-page"]
     code, body = await fetch_error(
-        jp_fetch,
-        "api",
-        "prime",
-        "harness",
-        "import",
-        method="POST",
-        body=json.dumps({"state": {"schema": 1, "entries": {"tool": {}}}}),
+        jp_fetch(
+            "api",
+            "prime",
+            "harness",
+            "import",
+            method="POST",
+            body=json.dumps({"state": {"schema": 1, "entries": {"tool": {}}}}),
+        )
     )
     assert code == 400 and "keyed by prompt, memory, skill" in body["message"]

@@ -11,7 +11,7 @@ import pytest
 
 from prime_kernel.cli.main import main as cli_main
 from prime_kernel.daemon import usage as usage_mod
-from tests.conftest import wait_for
+from tests.conftest import get_session, start_session, wait_for
 
 PARENT = """
 hs = rlm.map(['a', 'b'], model={child!r})
@@ -40,20 +40,13 @@ async def test_subtree_usage_is_the_sum_of_its_parts(daemon, jp_fetch, script, c
             }
         ]
     )
-    resp = await jp_fetch(
-        "api",
-        "prime",
-        "sessions",
-        method="POST",
-        body=json.dumps({"prompt": "count", "model": parent}),
-    )
-    sid = json.loads(resp.body)["id"]
+    sid = await start_session(jp_fetch, "count", model=parent)
     await wait_for(lambda: daemon.live[sid].state.terminal, timeout=120)
-    record = json.loads((await jp_fetch("api", "prime", "sessions", sid)).body)
+    record = await get_session(jp_fetch, sid)
     assert record["state"] == "DONE", record["error"]
     parts = [record["usage"]["own"]]
     for cid in record["children"]:
-        child_record = json.loads((await jp_fetch("api", "prime", "sessions", cid)).body)
+        child_record = await get_session(jp_fetch, cid)
         parts.append(child_record["usage"]["own"])
         assert child_record["usage"]["own"]["total_tokens"] == 80
         assert child_record["usage"]["own"]["cells"] == 2

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import pickle
 from typing import Any
 
 import pytest
-from tornado.httpclient import HTTPClientError
 
-from tests.conftest import wait_for
+from tests.conftest import fetch_error, get_session, start_session, wait_for
 
 PARENT = """
 out = []
@@ -47,16 +45,9 @@ async def test_budget_stops_a_fan_out_midway(daemon, jp_fetch, script):
             }
         ]
     )
-    resp = await jp_fetch(
-        "api",
-        "prime",
-        "sessions",
-        method="POST",
-        body=json.dumps({"prompt": "fan out", "model": parent, "budget": {"tokens": 300}}),
-    )
-    sid = json.loads(resp.body)["id"]
+    sid = await start_session(jp_fetch, "fan out", model=parent, budget={"tokens": 300})
     await wait_for(lambda: daemon.live[sid].state.terminal, timeout=240)
-    record = json.loads((await jp_fetch("api", "prime", "sessions", sid)).body)
+    record = await get_session(jp_fetch, sid)
     assert record["state"] == "DONE", record["error"]
     out = pickle.loads(daemon.answer_bytes(sid))
     assert "more than what remains of the parent's budget (250 tokens)" in out[0]
@@ -82,14 +73,6 @@ async def test_budget_stops_a_fan_out_midway(daemon, jp_fetch, script):
     ],
 )
 async def test_bad_budgets_get_a_clear_error(daemon, jp_fetch, budget, message):
-    with pytest.raises(HTTPClientError) as info:
-        await jp_fetch(
-            "api",
-            "prime",
-            "sessions",
-            method="POST",
-            body=json.dumps({"prompt": "x", "budget": budget}),
-        )
-    assert info.value.code == 400
-    assert message in json.loads(info.value.response.body)["message"]
+    code, body = await fetch_error(start_session(jp_fetch, "x", budget=budget))
+    assert code == 400 and message in body["message"]
     assert daemon.list_sessions() == []  # nothing was admitted

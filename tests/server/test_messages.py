@@ -7,11 +7,10 @@ import json
 from typing import Any
 
 import pytest
-from tornado.httpclient import HTTPClientError
 
 from prime_kernel.cli.main import main as cli_main
 from prime_kernel.kernel.client import TOKEN_HEADER
-from tests.conftest import wait_for
+from tests.conftest import fetch_error, post_message, start_session, wait_for
 
 CHILD_TALKS = """
 send('parent', f'hello from {context}')
@@ -64,25 +63,10 @@ async def test_messages_reach_running_and_idle_sessions(daemon, jp_fetch, jp_ser
             lambda messages: {"text": "seen: " + _last_user(messages)},
         ]
     )
-    resp = await jp_fetch(
-        "api",
-        "prime",
-        "sessions",
-        method="POST",
-        body=json.dumps({"prompt": "wait for mail", "model": model, "persistent": True}),
-    )
-    sid = json.loads(resp.body)["id"]
+    sid = await start_session(jp_fetch, "wait for mail", model=model, persistent=True)
     await wait_for(lambda: daemon.live[sid].state.value == "RUNNING")
-    resp = await jp_fetch(
-        "api",
-        "prime",
-        "sessions",
-        sid,
-        "messages",
-        method="POST",
-        body=json.dumps({"message": "first"}),
-    )
-    assert json.loads(resp.body)["status"] == "delivered"  # RUNNING: seen at its next turn
+    receipt = await post_message(jp_fetch, sid, "first")
+    assert receipt["status"] == "delivered"  # RUNNING: seen at its next turn
     await wait_for(lambda: (daemon.live[sid].record.get("answer_repr") or "").startswith("seen"))
     await wait_for(lambda: daemon.live[sid].state.value == "IDLE")
     assert daemon.live[sid].record["answer_repr"] == "seen: [message from user]: first"
@@ -120,12 +104,6 @@ async def _refusal(kernel: Any, call: str) -> str:
     )
 
 
-async def _fetch_error(jp_fetch: Any, *parts: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
-    with pytest.raises(HTTPClientError) as info:
-        await jp_fetch(*parts, **kwargs)
-    return info.value.code, json.loads(info.value.response.body)
-
-
 async def test_send_refusals(daemon, user_kernel, jp_fetch):
     nb, other = await user_kernel(), await user_kernel()
     whoami = "from prime_kernel.kernel.primitives import client\nclient().request('GET', 'whoami')"
@@ -150,80 +128,25 @@ async def test_send_refusals(daemon, user_kernel, jp_fetch):
 
     # People: any session, shown as "user"; mailbox and rate limits, bad targets and fields.
     for i in range(3):
-        resp = await jp_fetch(
-            "api",
-            "prime",
-            "sessions",
-            other_id,
-            "messages",
-            method="POST",
-            body=json.dumps({"message": f"m{i}"}),
-        )
-        assert json.loads(resp.body)["status"] == "queued"  # a notebook reads with recv()
-    code, body = await _fetch_error(
-        jp_fetch,
-        "api",
-        "prime",
-        "sessions",
-        other_id,
-        "messages",
-        method="POST",
-        body=json.dumps({"message": "m3"}),
-    )
+        receipt = await post_message(jp_fetch, other_id, f"m{i}")
+        assert receipt["status"] == "queued"  # a notebook reads with recv()
+    code, body = await fetch_error(post_message(jp_fetch, other_id, "m3"))
     assert (code, body["error"]) == (429, "mailbox_full")
     got = await other.value(
         "print([(m['from'], m['from_id'], m['message']) for m in [recv(5) for _ in range(3)]])"
     )
     assert got.strip() == "[('user', None, 'm0'), ('user', None, 'm1'), ('user', None, 'm2')]"
     for i in range(2):
-        await jp_fetch(
-            "api",
-            "prime",
-            "sessions",
-            other_id,
-            "messages",
-            method="POST",
-            body=json.dumps({"message": f"n{i}"}),
-        )
-    code, body = await _fetch_error(
-        jp_fetch,
-        "api",
-        "prime",
-        "sessions",
-        other_id,
-        "messages",
-        method="POST",
-        body=json.dumps({"message": "one too many"}),
-    )
+        await post_message(jp_fetch, other_id, f"n{i}")
+    code, body = await fetch_error(post_message(jp_fetch, other_id, "one too many"))
     assert (code, body["error"]) == (429, "rate_limited") and "retry in" in body["message"]
-    code, body = await _fetch_error(
-        jp_fetch,
-        "api",
-        "prime",
-        "sessions",
-        "s000000000000",
-        "messages",
-        method="POST",
-        body=json.dumps({"message": "hi"}),
-    )
+    code, body = await fetch_error(post_message(jp_fetch, "s000000000000", "hi"))
     assert code == 404
-    code, body = await _fetch_error(
-        jp_fetch,
-        "api",
-        "prime",
-        "sessions",
-        nb_id,
-        "messages",
-        method="POST",
-        body=json.dumps({"message": "hi", "sender": other_id}),
-    )
+    code, body = await fetch_error(post_message(jp_fetch, nb_id, "hi", sender=other_id))
     assert code == 400 and "unknown fields: sender" in body["message"]
 
     # Tokens: missing, wrong, and one whose session has ended (its kernel is kept for a while).
-    resp = await jp_fetch(
-        "api", "prime", "sessions", method="POST", body=json.dumps({"prompt": "say hi"})
-    )
-    ended = json.loads(resp.body)["id"]
+    ended = await start_session(jp_fetch, "say hi")
     await wait_for(lambda: daemon.live[ended].state.value == "DONE")
     token = daemon.tokens._by_kernel[daemon.live[ended].record["kernel_id"]]
     send = {"to": "parent", "message": "hi"}
@@ -232,26 +155,18 @@ async def test_send_refusals(daemon, user_kernel, jp_fetch):
         ({TOKEN_HEADER: "forged-token"}, "unknown or revoked"),
         ({TOKEN_HEADER: token}, "has ended"),
     ):
-        code, body = await _fetch_error(
-            jp_fetch,
-            "api",
-            "prime",
-            "kernel",
-            "messages",
-            method="POST",
-            body=json.dumps(send),
-            headers=headers,
+        code, body = await fetch_error(
+            jp_fetch(
+                "api",
+                "prime",
+                "kernel",
+                "messages",
+                method="POST",
+                body=json.dumps(send),
+                headers=headers,
+            )
         )
         assert code == 401 and expect in body["message"], body
-    code, body = await _fetch_error(
-        jp_fetch,
-        "api",
-        "prime",
-        "sessions",
-        ended,
-        "messages",
-        method="POST",
-        body=json.dumps({"message": "too late"}),
-    )
+    code, body = await fetch_error(post_message(jp_fetch, ended, "too late"))
     assert code == 409 and "has ended (DONE)" in body["message"]
     assert daemon.store.pending_messages(ended) == []

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from tests.conftest import wait_for
+from tests.conftest import post_message, start_session, wait_for
 
 SETUP = """
 import math
@@ -34,14 +33,7 @@ async def test_idle_session_is_passivated_and_revived(daemon, jp_fetch, script):
         return {"code": "answer([xs, math.floor(2.5), 'f' in globals()])"}
 
     model = script([{"code": SETUP}, after_revival])
-    resp = await jp_fetch(
-        "api",
-        "prime",
-        "sessions",
-        method="POST",
-        body=json.dumps({"prompt": "keep state", "model": model, "persistent": True}),
-    )
-    sid = json.loads(resp.body)["id"]
+    sid = await start_session(jp_fetch, "keep state", model=model, persistent=True)
     live = daemon.live[sid]
     await wait_for(lambda: live.state.value == "INACTIVE", timeout=120)
     snapshots = daemon.store.events(sid, kinds=["snapshot"])
@@ -50,16 +42,7 @@ async def test_idle_session_is_passivated_and_revived(daemon, jp_fetch, script):
     assert {"math", "xs"} <= set(snap["saved"])
     assert set(snap["skipped"]) == {"f", "K", "k"}  # defined in the REPL: named, not lost silently
 
-    resp = await jp_fetch(
-        "api",
-        "prime",
-        "sessions",
-        sid,
-        "messages",
-        method="POST",
-        body=json.dumps({"message": "are you there?"}),
-    )
-    receipt = json.loads(resp.body)
+    receipt = await post_message(jp_fetch, sid, "are you there?")
     assert (receipt["status"], receipt["state"]) == ("queued", "INACTIVE")
     await wait_for(lambda: live.record.get("answer_repr") == "[[1, 2, 3], 2, False]", timeout=120)
 
