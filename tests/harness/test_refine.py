@@ -8,7 +8,7 @@ from typing import Any
 
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.harness import refine
-from tests.conftest import wait_for
+from tests.conftest import post_message, wait_for
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -31,6 +31,14 @@ def reply(*edits: dict[str, Any], summary: str = "Guard divisions") -> dict[str,
             }
         )
     }
+
+
+async def review(jp_fetch: Any, rid: str, action: str, **body: Any) -> dict[str, Any]:
+    """POST /api/prime/harness/refinements/{rid}/{approve|reject|rollback}; the refinement."""
+    resp = await jp_fetch(
+        "api", "prime", "harness", "refinements", rid, action, method="POST", body=json.dumps(body)
+    )
+    return dict(json.loads(resp.body))
 
 
 async def failed_session(daemon: Daemon, script) -> str:
@@ -111,17 +119,7 @@ async def test_review_hold_approve_and_rollback(daemon: Daemon, script, jp_fetch
     assert tree(root) == before
 
     rid = record["id"]
-    resp = await jp_fetch(
-        "api",
-        "prime",
-        "harness",
-        "refinements",
-        rid,
-        "approve",
-        method="POST",
-        body=json.dumps({"edits": [0, 1]}),
-    )
-    record = json.loads(resp.body)
+    record = await review(jp_fetch, rid, "approve", edits=[0, 1])
     assert [e["status"] for e in record["edits"]] == ["applied", "applied", "refused", "pending"]
     assert "non-zero" in h.get("note", "check-divisors").content
     assert "unitless" in h.get("memory", "units").content
@@ -129,23 +127,10 @@ async def test_review_hold_approve_and_rollback(daemon: Daemon, script, jp_fetch
     assert last["author"] == f"refinement {rid}" and last["refinement_id"] == rid
     assert last["evidence"] == [{"session_id": sid}]
 
-    resp = await jp_fetch(
-        "api",
-        "prime",
-        "harness",
-        "refinements",
-        rid,
-        "reject",
-        method="POST",
-        body=json.dumps({"edits": [3]}),
-    )
-    assert json.loads(resp.body)["status"] == "applied"
+    assert (await review(jp_fetch, rid, "reject", edits=[3]))["status"] == "applied"
     assert not (root / "skills" / "call-api").exists()
 
-    resp = await jp_fetch(
-        "api", "prime", "harness", "refinements", rid, "rollback", method="POST", body="{}"
-    )
-    assert json.loads(resp.body)["status"] == "rolled_back"
+    assert (await review(jp_fetch, rid, "rollback"))["status"] == "rolled_back"
     assert tree(root) == before
     ops = [(v["op"], v["author"]) for v in h.history("memory", "units")]
     assert ops == [("create", "user"), ("update", f"refinement {rid}"), ("rollback", "user")]
@@ -285,16 +270,7 @@ async def test_refine_sent_as_a_message_to_an_agent(daemon: Daemon, script, jp_f
         ]
     )
     sid = await failed_session(daemon, script)
-    resp = await jp_fetch(
-        "api",
-        "prime",
-        "sessions",
-        sid,
-        "messages",
-        method="POST",
-        body=json.dumps({"message": "/refine focus on division"}),
-    )
-    receipt = json.loads(resp.body)
+    receipt = await post_message(jp_fetch, sid, "/refine focus on division")
     record = receipt["refinement"]
     assert receipt["status"] == "refinement proposed" and receipt["to"] == sid
     assert record["instructions"] == "focus on division" and record["evidence"] == [sid]
