@@ -172,10 +172,14 @@ class ModelGateway:
                 for c in calls
             ]
         usage = _usage(response)
-        try:
-            cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-        except Exception:
-            cost = 0.0
+        # litellm has already priced the response; price it again only if it did not.
+        cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+        if cost is None:
+            try:
+                cost = litellm.completion_cost(completion_response=response)
+            except Exception:  # models litellm cannot price (unregistered local ones)
+                cost = 0.0
+        cost = float(cost or 0.0)
         return Completion(message, choice.finish_reason, usage, cost, duration)
 
     async def text(self, model: str, prompt: str, **kwargs: Any) -> Completion:
