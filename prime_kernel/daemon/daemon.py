@@ -25,7 +25,7 @@ from traitlets.config import LoggingConfigurable
 from ..harness.harness import Harness
 from . import budget as budget_mod
 from . import usage as usage_mod
-from .errors import DepthExceeded, Forbidden, NotFound, PrimeError
+from .errors import DepthExceeded, Forbidden, NotFound, PrimeError, TooLarge
 from .kernels import CellResult, KernelPool, KernelRunner
 from .loop import AgentLoop, TurnLimitReached
 from .mailbox import Mailbox
@@ -121,6 +121,11 @@ class Daemon(LoggingConfigurable):
         config=True,
         help="Budget of a root session started without one: any of tokens, dollars, "
         "seconds, turns (see prime_kernel.daemon.budget). Empty: no limit.",
+    )
+    max_blob_bytes = Int(
+        256 * 1024 * 1024,
+        config=True,
+        help="Largest pickled context or answer a kernel may hand to the daemon, in bytes.",
     )
     message_max_bytes = Int(
         64_000, config=True, help="Largest message (UTF-8 bytes) a send() may carry."
@@ -575,6 +580,15 @@ class Daemon(LoggingConfigurable):
         return self.harness.context(live.record)
 
     # -- answers --------------------------------------------------------------------------
+    def check_blob_size(self, size: int, what: str) -> None:
+        if size > self.max_blob_bytes:
+            raise TooLarge(
+                f"{what} is {size} bytes pickled; the daemon accepts at most "
+                f"{self.max_blob_bytes} (c.Daemon.max_blob_bytes)",
+                size=size,
+                limit=self.max_blob_bytes,
+            )
+
     def record_answer(self, live: LiveSession, data: bytes | None, text: str, kind: str) -> None:
         if live.record["kind"] != "agent":
             raise Forbidden("answer() is for agent sessions; this kernel is not running one")

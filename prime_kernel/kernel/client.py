@@ -45,6 +45,10 @@ class ModelError(PrimeError, ValueError):
     pass
 
 
+class TooLarge(PrimeError, ValueError):
+    pass
+
+
 class NotFound(PrimeError, LookupError):
     pass
 
@@ -62,6 +66,7 @@ _BY_CODE: dict[str, type[PrimeError]] = {
     "budget_exceeded": BudgetExceeded,
     "model_error": ModelError,
     "not_found": NotFound,
+    "too_large": TooLarge,
     "forbidden": Forbidden,
     "conflict": Conflict,
 }

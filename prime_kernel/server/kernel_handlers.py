@@ -136,6 +136,7 @@ class BlobsHandler(KernelHandler):
     @prime_errors
     async def post(self) -> None:
         await self.caller()
+        self.daemon.check_blob_size(len(self.request.body), "the context")
         blob_id = self.daemon.store.put_blob(self.request.body)
         self.write_json({"blob_id": blob_id, "size": len(self.request.body)}, status=201)
 
@@ -162,6 +163,7 @@ class AnswerHandler(KernelHandler):
             data = base64.b64decode(body.get("pickle") or "", validate=True)
         except (binascii.Error, ValueError):
             raise PrimeError("'pickle' must be base64") from None
+        self.daemon.check_blob_size(len(data), "the answer")
         self.daemon.record_answer(caller, data, text, "answer")
         self.write_json({"session_id": caller.id, "answered": True})
 

@@ -273,3 +273,19 @@ async def test_store_survives_a_new_daemon(daemon, script, tmp_path):
     again = other.session_json(record["id"])
     assert again["state"] == "DONE" and again["answer_repr"] == "'kept'"
     assert [e["kind"] for e in other.events(record["id"])][:2] == ["task", "state"]
+
+
+@pytest.mark.parametrize(
+    "prime_config", [{"pool_size": 1, "max_blob_bytes": 2000, "default_model": "scripted/echo"}]
+)
+async def test_size_limits_are_enforced_by_the_daemon(daemon, user_kernel, script):
+    model = script(
+        [{"code": "try:\n    answer('y' * 5000)\nexcept Exception as e:\n    answer(repr(e))"}]
+    )
+    nb = await user_kernel()
+    result = await nb.run(f"rlm('x', context='x' * 5000, model={model!r})")
+    err = next(o for o in result.outputs if o["output_type"] == "error")
+    assert err["ename"] == "TooLarge" and "at most 2000" in err["evalue"]
+    assert [r for r in daemon.store.list_sessions() if r["kind"] == "agent"] == []
+    out = await nb.value(f"rlm('big answer', model={model!r}).result()")
+    assert "TooLarge" in out and "the answer is" in out
