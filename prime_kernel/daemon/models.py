@@ -7,6 +7,7 @@ starts, completion with usage and cost, and whether a model takes native tool ca
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 import time
@@ -126,6 +127,14 @@ class ModelGateway:
         except Exception:
             return None
         return info.get("max_input_tokens") or info.get("max_tokens")
+
+    def count_tokens(self, model: str, messages: list[dict[str, Any]]) -> int:
+        """The prompt size of `messages` for `model`; about four characters a token if litellm
+        has no tokenizer for it."""
+        try:
+            return int(self.litellm.token_counter(model=model, messages=messages))
+        except Exception:
+            return sum(len(json.dumps(m, default=str)) for m in messages) // 4
 
     def known_models(self) -> list[str]:
         from ..models import scripted
