@@ -210,7 +210,7 @@ async def test_timeout_and_output_cap(daemon, user_kernel, script):
     assert cells[1]["data"]["outputs"][0]["text"] == "z" * 20000 + "\n"  # stored in full
 
 
-async def test_rest_api_and_auth(daemon, jp_fetch, script, jp_base_url, http_server_client):
+async def test_rest_api(daemon, jp_fetch, script):
     model = script([{"code": "answer(7)"}])
     resp = await jp_fetch(
         "api",
@@ -236,30 +236,6 @@ async def test_rest_api_and_auth(daemon, jp_fetch, script, jp_base_url, http_ser
     with pytest.raises(HTTPClientError) as e:
         await jp_fetch("api", "prime", "sessions", "nope")
     assert e.value.code == 404
-    # Without credentials every user endpoint refuses; kernel endpoints want a token.
-    base = jp_base_url.rstrip("/")
-    for method, path in [
-        ("GET", "/api/prime/sessions"),
-        ("POST", "/api/prime/sessions"),
-        ("GET", f"/api/prime/sessions/{sid}"),
-        ("DELETE", f"/api/prime/sessions/{sid}"),
-        ("GET", f"/api/prime/sessions/{sid}/events"),
-        ("POST", f"/api/prime/sessions/{sid}/interrupt"),
-        ("GET", "/api/prime/models"),
-        ("GET", "/api/prime/kernel/whoami"),
-        ("POST", "/api/prime/kernel/sessions"),
-        ("GET", f"/api/prime/kernel/sessions/{sid}/answer"),
-    ]:
-        with pytest.raises(HTTPClientError) as e:
-            await http_server_client.fetch(
-                base + path,
-                method=method,
-                body="{}" if method == "POST" else None,
-                headers={"X-Prime-Token": "forged"}
-                if "kernel" in path and "whoami" not in path
-                else {},
-            )
-        assert e.value.code in (401, 403), (method, path, e.value.code)
 
 
 async def test_store_survives_a_new_daemon(daemon, script, tmp_path):
