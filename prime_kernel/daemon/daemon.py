@@ -63,6 +63,7 @@ class LiveSession:
     answered: bool = False
     turns: int = 0
     cancelling: bool = False
+    compact_requested: bool = False  # compact() was called: compact before the next model call
 
     @property
     def id(self) -> str:
@@ -146,6 +147,19 @@ class Daemon(LoggingConfigurable):
         "REPL is snapshotted and its kernel shut down until a message revives it.",
     )
 
+    compact_at = Float(
+        0.8,
+        min=0.0,
+        max=1.0,
+        config=True,
+        help="Compact a session's conversation before a model call once its prompt fills this "
+        "fraction of the model's context window (see daemon/compaction.py); 0 turns that off "
+        "(compact() from the REPL still works).",
+    )
+    compact_keep_recent = Int(
+        6, min=0, config=True, help="Most recent messages a compaction keeps verbatim."
+    )
+
     gateway_class = Type(ModelGateway, config=True, help="The model gateway implementation.")
     loop_class = Type(AgentLoop, config=True, help="The agent loop implementation.")
     harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
@@ -173,6 +187,9 @@ class Daemon(LoggingConfigurable):
         self.passivation = Passivation(self)
         self.add_listener(self.passivation.on_event)
         self.pool: KernelPool | None = None
+        # Set once start() made the pool: the server takes requests before that (start runs
+        # after it listens and imports litellm), so sessions created early wait for it.
+        self._started = asyncio.Event()
         self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -191,6 +208,7 @@ class Daemon(LoggingConfigurable):
         self.pool.runner_kwargs = {"max_output_bytes": self.max_cell_output_bytes}
         self.pool.start_timeout = self.kernel_start_timeout
         self.pool.fill()
+        self._started.set()
 
     async def stop(self) -> None:
         global _current
@@ -422,6 +440,7 @@ class Daemon(LoggingConfigurable):
     async def _run(self, live: LiveSession) -> None:
         acquired = False
         try:
+            await self._started.wait()
             await self.scheduler.acquire(live.id)
             acquired = True
             if live.runner is None:  # a woken IDLE session still has its kernel
