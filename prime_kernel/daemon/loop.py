@@ -12,6 +12,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from .compaction import compact_if_needed
 from .observation import render
 from .prompts import FENCED_EXAMPLE, system_prompt, task_message
 
@@ -60,6 +61,7 @@ class AgentLoop:
         for _ in range(max_turns):
             self.absorb_news()
             self.daemon.check_limits(self.live)
+            await compact_if_needed(self.daemon, self.live, self.messages)
             completion = await self.daemon.model_call(self.live, self.messages, self.tools)
             message = completion.message
             self.messages.append(message)
