@@ -361,6 +361,15 @@ def export(
     return str(client().request("POST", "export", body, timeout=600)["path"])
 
 
+def compact() -> str:
+    """Summarise this session's earlier turns before its next model call, to free context.
+
+    Only the conversation shrinks: every variable in this REPL stays as it is.
+    """
+    client().request("POST", "compact", {})
+    return "The earlier turns will be summarised before your next turn; your REPL is unchanged."
+
+
 def load_context() -> Any:
     """This session's `context`, fetched from the daemon (large values travel by file)."""
     return pickle.loads(client().request("GET", "context", binary=True))
@@ -393,6 +402,7 @@ _EXPORTS = {
     "ChildFailed": ChildFailed,
     "BudgetExceeded": BudgetExceeded,
     "export": export,
+    "compact": compact,
     **HARNESS_EXPORTS,
 }
 

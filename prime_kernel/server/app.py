@@ -14,6 +14,7 @@ from . import (
     export_handlers,
     handlers,
     harness_handlers,
+    kernel_compaction_handlers,
     kernel_export_handlers,
     kernel_handlers,
     kernel_harness_handlers,
@@ -62,6 +63,7 @@ class PrimeApp(ExtensionApp):
         self.handlers.extend(messaging_handlers.HANDLERS)
         self.handlers.extend(harness_handlers.HANDLERS + kernel_harness_handlers.HANDLERS)
         self.handlers.extend(export_handlers.HANDLERS + kernel_export_handlers.HANDLERS)
+        self.handlers.extend(kernel_compaction_handlers.HANDLERS)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Runs once the server listens, so the URL kernels call back to is known.
