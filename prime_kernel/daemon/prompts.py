@@ -15,6 +15,8 @@ How to work:
   `handle.result()` waits for its answer (a Python object). `rlm.map(prompts, contexts=[...])`
   starts many; `rlm.gather(*handles)` waits for all. Use sub-agents to split big inputs.
 - `llm(prompt)` is a plain model call (no REPL) that returns text; `llm.batch([...])` runs many.
+- Long conversations get their earlier turns summarised (also on `compact()`); the REPL keeps
+  every variable, so inspect it rather than redoing work.
 - When you have the final result, call `answer(value)` in the REPL. The value is returned to
   whoever started you as a Python object. Do not stop before calling `answer`.
 """
