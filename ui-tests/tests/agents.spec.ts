@@ -101,6 +101,13 @@ test('end to end: a root spawns a child, both finish, co-working in the root con
   await expect(sessionView(page).locator('.jp-PrimeSession-title')).toContainText('child: double 21');
   await expect(sessionView(page).locator('.jp-PrimeSession-answer')).toContainText('42');
   await expect(sessionView(page).locator('.jp-PrimeEvent-cell')).toContainText('answer(21 * 2)');
+  // A finished child's kernel is shut down (kernel_alive false): no console, and the reason.
+  await run(page, 'prime-kernel:refresh');
+  const childConsole = page
+    .locator('.jp-MainAreaWidget:visible .jp-Toolbar-item', { hasText: 'Console' })
+    .locator('.jp-ToolbarButtonComponent');
+  await expect(childConsole).toHaveAttribute('aria-disabled', 'true');
+  await expect(childConsole).toHaveAttribute('title', "the session's kernel has been shut down");
 
   // Back to the root; open a console on its kernel (kept up after DONE for co-working).
   await root.click();
@@ -152,8 +159,11 @@ test('export as notebook: one notebook, then the subtree as a folder, never over
     await dialog.getByRole('button', { name: 'Export' }).click();
   };
   const tab = (name: string) => page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: name });
+  // Hidden entries (.prime/, and .ipynb_checkpoints/ once an opened notebook is checkpointed)
+  // are listed because the test server allows hidden files: not exports.
   const listing = async () =>
     ((await (await request.get('/api/contents')).json()).content as { name: string; type: string }[])
+      .filter(f => !f.name.startsWith('.'))
       .map(f => `${f.name}${f.type === 'directory' ? '/' : ''}`)
       .sort();
   const exported = async (withChildren: boolean) => {
@@ -268,12 +278,15 @@ test('a running agent: console on its kernel, message, cancel', async ({ page, r
 
 test('palette commands and dark theme', async ({ page }) => {
   await openLab(page);
-  await run(page, 'apputils:activate-command-palette');
-  await page.locator('.lm-CommandPalette-input').fill('Prime Agents');
   const palette = page.locator('.lm-CommandPalette');
-  for (const label of ['Open Agents Panel', 'New Agent…', 'Refresh Agents', 'Open Agent Harness']) {
-    await expect(palette.getByText(label, { exact: true })).toBeVisible();
-  }
+  // Lab's "notified about news?" toast can take the focus and close the modal palette: retry.
+  await expect(async () => {
+    await run(page, 'apputils:activate-command-palette');
+    await page.locator('.lm-CommandPalette-input').fill('Prime Agents');
+    for (const label of ['Open Agents Panel', 'New Agent…', 'Refresh Agents', 'Open Agent Harness']) {
+      await expect(palette.getByText(label, { exact: true })).toBeVisible({ timeout: 2000 });
+    }
+  }).toPass({ timeout: 30_000 });
   await page.keyboard.press('Escape');
   await run(page, 'apputils:change-theme', { theme: 'JupyterLab Dark' });
   await expect(page.locator('body')).toHaveAttribute('data-jp-theme-light', 'false');
@@ -287,7 +300,7 @@ test('palette commands and dark theme', async ({ page }) => {
   await run(page, 'apputils:change-theme', { theme: 'JupyterLab Light' });
 });
 
-test('harness: browse, open in the editor, history with diffs, rollback, refine and review', async ({
+test('harness: browse, open in the editor, edit a global entry (conflict, reload), history with diffs, rollback, refine and review', async ({
   page,
   request
 }) => {
@@ -329,6 +342,44 @@ test('harness: browse, open in the editor, history with diffs, rollback, refine 
   await detail.getByRole('button', { name: 'Open in editor' }).click();
   await expect(page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: 'house-style.md' })).toHaveCount(1);
   await expect(page.locator('.jp-FileEditor:visible .cm-content')).toContainText('Use short sentences.');
+
+  // A global entry lives outside the server root: it is edited through the harness API, each
+  // save a new version by "user", with the loaded version as the base.
+  const tips = await request.post('/api/prime/harness', {
+    data: { kind: 'memory', id: 'csv-tips', title: 'CSV tips', content: 'Use pandas.', scope: 'global' }
+  });
+  expect(tips.status()).toBe(201);
+  await run(page, 'prime-kernel:open-harness');
+  await view.locator('.jp-PrimeHarness-entry[data-entry-id="csv-tips"]').click();
+  await expect(detail.locator('.jp-PrimeHarness-history tbody tr')).toHaveCount(1);
+  await detail.getByRole('button', { name: 'Edit', exact: true }).click();
+  const editor = page.locator('.jp-Dialog');
+  await expect(editor.getByLabel('Content')).toHaveValue(/Use pandas\./);
+  await editor.getByLabel('Content').fill('Use pandas.\nRead ids with dtype=str.');
+  await editor.getByRole('button', { name: 'Save' }).click();
+  await expect(detail.locator('.jp-PrimeHarness-history tbody tr')).toHaveCount(2);
+  await expect(detail.locator('tr[data-version="2"] td').nth(2)).toHaveText('user');
+  await expect(detail.locator('.jp-PrimeHarness-content').first()).toContainText('dtype=str');
+
+  // A change made meanwhile: the save is a Conflict, the edits stay, reload shows both.
+  await detail.getByRole('button', { name: 'Edit', exact: true }).click();
+  await editor.getByLabel('Content').fill('My edit.');
+  const theirs = await request.put('/api/prime/harness/memory/csv-tips', {
+    data: { content: 'Their edit.', scope: 'global' }
+  });
+  expect(theirs.status()).toBe(200);
+  await editor.getByRole('button', { name: 'Save' }).click();
+  await expect(editor.locator('.jp-PrimeHarness-error')).toContainText('Conflict: memory csv-tips was changed');
+  await expect(editor.getByLabel('Content')).toHaveValue('My edit.');
+  await editor.getByRole('button', { name: 'Reload latest' }).click();
+  await expect(editor.getByLabel('Content')).toHaveValue(/Their edit\./);
+  await expect(editor.locator('.jp-PrimeHarness-previousDraft')).toContainText('My edit.');
+  await editor.getByLabel('Content').fill('Their edit.\nMy edit.');
+  await editor.getByRole('button', { name: 'Save' }).click();
+  await expect(detail.locator('.jp-PrimeHarness-history tbody tr')).toHaveCount(4);
+  const saved = await (await request.get('/api/prime/harness/memory/csv-tips')).json();
+  expect(saved.content.trim()).toBe('Their edit.\nMy edit.');
+  expect(saved.version).toBe(4);
 
   // Refine: the scripted model proposes two edits; review holds them; approve one, reject one.
   await run(page, 'prime-kernel:open-harness');
