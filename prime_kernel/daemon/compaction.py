@@ -159,6 +159,14 @@ async def compact_if_needed(
         return
     model = live.record["model"]
     window = daemon.gateway.context_window(model)
+    if not requested and window:
+        # A token is at least a character: while the text is shorter than the threshold the
+        # exact (tokenizer) count, which grows with the history, need not run every turn.
+        chars = sum(
+            len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages
+        )
+        if chars <= daemon.compact_at * window:
+            return
     before = daemon.gateway.count_tokens(model, messages)
     if not requested and (not window or before <= daemon.compact_at * window):
         return
