@@ -258,6 +258,15 @@ class NotebookExporter(LoggingConfigurable):
                 text = f"## {label}\n\n{_fence(_text(data.get('repr', '')))}"
                 meta = {"prime": {"kind": "answer", "answer_kind": data.get("kind")}}
                 cells.append(new_markdown_cell(text, id=cid, metadata=meta))
+            elif kind == "compaction":
+                # The model's context was summarised here; the REPL (L2) kept everything.
+                text = (
+                    f"**Context compacted** ({data.get('reason', 'window')}): "
+                    f"{data.get('summarised_messages')} earlier messages summarised, "
+                    f"{data.get('before_tokens')} → {data.get('after_tokens')} tokens.\n\n"
+                    f"{_quote(_text(data.get('summary', '')))}"
+                )
+                cells.append(new_markdown_cell(text, id=cid, metadata={"prime": {"kind": kind}}))
             elif kind == "error":
                 text = f"**Error:** {_text(data.get('message', ''))}"
                 cells.append(new_markdown_cell(text, id=cid, metadata={"prime": {"kind": kind}}))

@@ -229,6 +229,16 @@ def test_record_only_events_render_and_validate(tmp_path):
             },
         ),
         ("error", {"message": "something broke"}),
+        (
+            "compaction",
+            {
+                "reason": "window",
+                "summarised_messages": 6,
+                "before_tokens": 2225,
+                "after_tokens": 984,
+                "summary": "x holds 42",
+            },
+        ),
         ("heartbeat", {"note": "a kind this exporter does not know"}),
         ("answer", {"repr": "'```tricky```'", "kind": "answer"}),
     ]
@@ -246,6 +256,9 @@ def test_record_only_events_render_and_validate(tmp_path):
     assert data["application/json"] == {"a": 1} and "text/html" not in data
     assert "text/html output of 107 characters left out" in result.outputs[-1].text
     assert "something broke" in by_kind(nb, "error")[0].source
+    compacted = by_kind(nb, "compaction")[0].source
+    assert "6 earlier messages summarised, 2225 → 984 tokens" in compacted
+    assert "> x holds 42" in compacted
     assert "a kind this exporter does not know" in by_kind(nb, "heartbeat")[0].source
     assert "````\n'```tricky```'\n````" in by_kind(nb, "answer")[0].source
     assert '"max_cost": 1.0' in nb.cells[0].source
