@@ -116,6 +116,11 @@ class Progress:
             line = f"{tag} message {peer}: {_clip(data['message'], 400)}"
         elif kind == "child":
             line = f"{tag} started child {data['child_id']}: {_clip(data['prompt'], 80)}"
+        elif kind == "compaction":
+            line = (
+                f"{tag} context compacted: {data.get('summarised_messages')} messages summarised "
+                f"({data.get('before_tokens')} → {data.get('after_tokens')} tokens)"
+            )
         elif kind == "answer":
             line = f"{tag} answer: {_clip(data['repr'], 400)}"
         if line:

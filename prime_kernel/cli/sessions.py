@@ -95,6 +95,11 @@ def render_session(daemon: Daemon, record: dict[str, Any], events: list[dict[str
         elif kind in ("mail_in", "mail_out"):
             peer = data.get("from") or data.get("to")
             lines.append(f"── {kind.replace('_', ' ')} {peer}: {data.get('message')}")
+        elif kind == "compaction":
+            lines.append(
+                f"── context compacted: {data.get('summarised_messages')} messages summarised "
+                f"({data.get('before_tokens')} → {data.get('after_tokens')} tokens)"
+            )
         elif kind == "answer":
             lines.append(f"── answer: {data['repr']}")
     return "\n".join(lines)
