@@ -151,15 +151,17 @@ def admit(
     """The budget a new session gets, checked against what remains above it.
 
     Raises BudgetExceeded when the parent (or an ancestor) has nothing left: a spawn is
-    checked like a model call. A root session without a budget gets `default` (config).
+    checked like a model call. A session without a budget whose tree has none above it — a
+    root, or a child of a notebook — gets `default` (config).
     """
     budget = parse(requested)
+    top = parent_id is None or daemon._record(parent_id)["kind"] == "notebook"
+    if budget is None and default and top:
+        try:
+            budget = parse(default)
+        except PrimeError as e:
+            raise PrimeError(f"the configured default budget is invalid: {e.message}") from None
     if parent_id is None:
-        if budget is None and default:
-            try:
-                budget = parse(default)
-            except PrimeError as e:
-                raise PrimeError(f"the configured default budget is invalid: {e.message}") from None
         return budget
     info = _first_exhausted(daemon, parent_id)
     if info is not None:

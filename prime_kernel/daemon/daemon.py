@@ -123,6 +123,15 @@ class Daemon(LoggingConfigurable):
         help="Budget of a root session started without one: any of tokens, dollars, "
         "seconds, turns (see prime_kernel.daemon.budget). Empty: no limit.",
     )
+    max_llm_batch = Int(1000, config=True, help="Most prompts one llm.batch() call may send.")
+    llm_batch_concurrency = Int(
+        8, config=True, help="Model calls of one llm.batch() in flight at once."
+    )
+    max_prompt_chars = Int(
+        200_000,
+        config=True,
+        help="Longest prompt a session may be created with; large inputs go in context=.",
+    )
     max_blob_bytes = Int(
         256 * 1024 * 1024,
         config=True,
@@ -183,6 +192,7 @@ class Daemon(LoggingConfigurable):
         self.live: dict[str, LiveSession] = {}
         self._listeners: list[Listener] = []
         self._background: set[asyncio.Task[Any]] = set()
+        self._notebook_locks: dict[str, asyncio.Lock] = {}
         self.mailbox = Mailbox(self)
         self.passivation = Passivation(self)
         self.add_listener(self.passivation.on_event)
@@ -330,6 +340,15 @@ class Daemon(LoggingConfigurable):
         """Admit a new agent session and start running it; returns its record at once."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise PrimeError("the prompt must be a non-empty string")
+        if len(prompt) > self.max_prompt_chars:
+            raise TooLarge(
+                f"the prompt has {len(prompt)} characters; the daemon accepts at most "
+                f"{self.max_prompt_chars} (pass large inputs as context=...)"
+            )
+        if context_blob is not None and not self.store.has_blob(context_blob):
+            raise PrimeError(f"no uploaded context {context_blob!r}")
+        if context_type is not None and not isinstance(context_type, str):
+            raise PrimeError("context_type must be a string")
         spec_entry = None
         if spec is not None:
             # A sub-agent spec fills in what the call leaves out: model, budget, max_turns.
@@ -399,9 +418,14 @@ class Daemon(LoggingConfigurable):
 
     async def notebook_session(self, kernel_id: str) -> LiveSession:
         """The session standing for a user's kernel (a notebook), created on its first call."""
-        existing = self.tokens.session_for_kernel(kernel_id)
-        if existing and existing in self.live:
-            return self.live[existing]
+        # Two first calls at once (threads in one kernel) must not create two sessions.
+        async with self._notebook_locks.setdefault(kernel_id, asyncio.Lock()):
+            existing = self.tokens.session_for_kernel(kernel_id)
+            if existing and existing in self.live:
+                return self.live[existing]
+            return await self._new_notebook_session(kernel_id)
+
+    async def _new_notebook_session(self, kernel_id: str) -> LiveSession:
         path = await self.kernel_path(kernel_id) if self.kernel_path else None
         session_id = new_id("n")
         record: dict[str, Any] = {
@@ -579,10 +603,25 @@ class Daemon(LoggingConfigurable):
         u["cells"] = u.get("cells", 0) + 1
         u["kernel_time"] = round(u.get("kernel_time", 0) + result.duration, 6)
         self.store.update_session(live.id, usage=self._own_usage(live))
+        self._scrub(result)
         self.record(live, "cell", result.to_json("agent"))
         return result
 
+    def _scrub(self, cell: CellResult) -> None:
+        """Remove live session tokens from a cell before it is stored or shown to a model.
+
+        Agent code can print its own token (or a sibling's it found); the store, the events API
+        and the model provider must never see one.
+        """
+        from ..export.redact import Redactor
+
+        redactor = Redactor(self.tokens.live_tokens())
+        if redactor.count:
+            cell.code = redactor.text(cell.code)
+            cell.outputs = redactor.value(cell.outputs)
+
     def _on_user_cell(self, live: LiveSession, cell: CellResult) -> None:
+        self._scrub(cell)
         self.record(live, "cell", cell.to_json("user"))
         text = render(cell.outputs, status=cell.status, limit=self.observation_chars, timeout=0)
         live.news.append(
@@ -626,13 +665,13 @@ class Daemon(LoggingConfigurable):
 
     def answer_bytes(self, session_id: str) -> bytes:
         record = self._record(session_id)
-        if not record.get("answer_blob"):
+        if not record.get("answer_blob") or not self.store.has_blob(record["answer_blob"]):
             raise NotFound(f"session {session_id} has no answer")
         return self.store.get_blob(record["answer_blob"])
 
     def context_bytes(self, session_id: str) -> bytes:
         record = self._record(session_id)
-        if not record.get("context_blob"):
+        if not record.get("context_blob") or not self.store.has_blob(record["context_blob"]):
             raise NotFound(f"session {session_id} has no context")
         return self.store.get_blob(record["context_blob"])
 
@@ -681,13 +720,23 @@ class Daemon(LoggingConfigurable):
     ) -> list[str]:
         if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
             raise PrimeError("llm() takes a string prompt (llm.batch a list of strings)")
+        if len(prompts) > self.max_llm_batch:
+            raise PrimeError(
+                f"llm.batch() got {len(prompts)} prompts; at most {self.max_llm_batch} at once "
+                "(c.Daemon.max_llm_batch)"
+            )
         model = self.resolve_model(model, caller.record)
         self.gateway.validate(model)
         self.check_limits(caller)
+        # A few calls at a time, each checked against the budget first, so a batch cannot
+        # spend far past what remains.
+        gate = asyncio.Semaphore(self.llm_batch_concurrency)
 
         async def one(prompt: str) -> str:
-            completion = await self.gateway.text(model, prompt, **self.model_kwargs)
-            self._account_model_call(caller, completion)
+            async with gate:
+                self.check_limits(caller)
+                completion = await self.gateway.text(model, prompt, **self.model_kwargs)
+                self._account_model_call(caller, completion)
             return str(completion.message.get("content") or "")
 
         return list(await asyncio.gather(*(one(p) for p in prompts)))

@@ -309,18 +309,43 @@ class KernelPool:
         """A ready kernel: from the pool if one is waiting, else a fresh start."""
         while not self._ready.empty():
             runner = self._ready.get_nowait()
-            if await _maybe_await(self.kernel_manager.is_alive(runner.kernel_id)):
+            try:
+                alive = await _maybe_await(self.kernel_manager.is_alive(runner.kernel_id))
+            except asyncio.CancelledError:
+                self._ready.put_nowait(runner)  # still a good kernel for the next session
+                raise
+            if alive:
                 self.fill()
                 return runner
             await self.discard(runner)
         self.fill()
         try:
-            return await self.start_kernel()
+            return await self._start_for_caller()
         except RuntimeError as e:
             # On a loaded machine a kernel occasionally dies or stalls while starting; one
             # fresh attempt is cheaper than failing the session.
             log.warning("a kernel failed to start (%s); starting another", e)
-            return await self.start_kernel()
+            return await self._start_for_caller()
+
+    async def _start_for_caller(self) -> KernelRunner:
+        """Start a kernel for a waiting session; if the session is cancelled meanwhile, the
+        start still finishes (a start cancelled halfway leaves a kernel the manager cannot shut
+        down) and the kernel is then discarded."""
+        task = asyncio.ensure_future(self.start_kernel())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(self._discard_unclaimed)
+            raise
+
+    def _discard_unclaimed(self, task: asyncio.Future[KernelRunner]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            return
+        reap = asyncio.ensure_future(self.discard(task.result()))
+        self._tasks.add(reap)
+        reap.add_done_callback(self._tasks.discard)
 
     async def discard(self, runner: KernelRunner) -> None:
         await runner.stop()

@@ -17,7 +17,8 @@ class Scheduler:
             raise ValueError("the concurrency limit must be at least 1")
         self.limit = limit
         self._holders: set[str] = set()
-        self._suspended: set[str] = set()
+        # session -> how many of its waits are in progress (a kernel may wait in several threads)
+        self._suspended: dict[str, int] = {}
         self._queue: deque[tuple[str, asyncio.Future[None]]] = deque()
 
     @property
@@ -45,18 +46,25 @@ class Scheduler:
 
     def release(self, session_id: str) -> None:
         self._holders.discard(session_id)
-        self._suspended.discard(session_id)
+        self._suspended.pop(session_id, None)
         self._grant()
 
     def suspend(self, session_id: str) -> None:
-        if session_id in self._holders:
+        if session_id in self._suspended:
+            self._suspended[session_id] += 1
+        elif session_id in self._holders:
             self._holders.discard(session_id)
-            self._suspended.add(session_id)
+            self._suspended[session_id] = 1
             self._grant()
 
     def resume(self, session_id: str) -> None:
-        if session_id in self._suspended:
-            self._suspended.discard(session_id)
+        waits = self._suspended.get(session_id)
+        if waits is None:
+            return
+        if waits > 1:
+            self._suspended[session_id] = waits - 1
+        else:
+            del self._suspended[session_id]
             self._holders.add(session_id)
 
     def _grant(self) -> None:

@@ -254,6 +254,9 @@ class Store:
             raise ValueError(f"invalid blob id {blob_id!r}")
         return self.blob_dir / f"{blob_id}.pkl"
 
+    def has_blob(self, blob_id: object) -> bool:
+        return isinstance(blob_id, str) and blob_id.isalnum() and self.blob_path(blob_id).exists()
+
     def get_blob(self, blob_id: str) -> bytes:
         return self.blob_path(blob_id).read_bytes()
 

@@ -60,8 +60,12 @@ def default_target(session_id: str, subtree: bool) -> str:
     return session_id if subtree else notebook_name(session_id)
 
 
-def under_root(root: str | os.PathLike[str], path: str) -> Path:
-    """`path` (relative to `root`, or absolute) resolved, refused if it leaves `root`."""
+def under_root(
+    root: str | os.PathLike[str], path: str, *, store: str | os.PathLike[str] | None = None
+) -> Path:
+    """`path` (relative to `root`, or absolute) resolved, refused if it leaves `root` or
+    enters the daemon's own `store` (an export must never replace the database or the
+    versioned harness files)."""
     if not isinstance(path, str) or not path.strip():
         raise PrimeError("the export path must be a non-empty string")
     base = Path(root).resolve()
@@ -70,6 +74,10 @@ def under_root(root: str | os.PathLike[str], path: str) -> Path:
         raise Forbidden(f"{path!r} is outside the server root; exports are written under it")
     if target == base:
         raise PrimeError("the export path names the server root itself; give a file or folder")
+    if store is not None:
+        private = Path(store).resolve()
+        if target == private or private in target.parents:
+            raise Forbidden(f"{path!r} is inside the daemon's store ({private}); write elsewhere")
     return target
 
 

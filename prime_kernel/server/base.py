@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -59,6 +60,8 @@ def number_arg(value: str | None, name: str, *, default: float | None = None) ->
         number = float(value)
     except ValueError:
         raise PrimeError(f"{name} must be a number, not {value!r}") from None
+    if not math.isfinite(number):
+        raise PrimeError(f"{name} must be a finite number, not {value!r}")
     if number < 0:
         raise PrimeError(f"{name} must not be negative")
     return number

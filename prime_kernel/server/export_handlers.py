@@ -94,7 +94,7 @@ class ExportHandler(UserHandler):
             if not isinstance(value, bool):
                 raise PrimeError(f"{key} must be true or false")
         self.daemon.session_json(session_id)  # an unknown id is a 404 before any path check
-        target = under_root(self.daemon.root_dir, path)
+        target = under_root(self.daemon.root_dir, path, store=self.daemon.store_dir)
         files = await write_export(self, session_id, target, **options)
         root = Path(self.daemon.root_dir).resolve()
         self.write_json(

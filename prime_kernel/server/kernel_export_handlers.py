@@ -38,7 +38,9 @@ class KernelExportHandler(KernelHandler):
         cwd = body.get("cwd") or self.daemon.root_dir
         if not isinstance(path, str) or not isinstance(cwd, str):
             raise PrimeError("'path' and 'cwd' must be strings")
-        target = under_root(self.daemon.root_dir, str(Path(cwd) / path))
+        target = under_root(
+            self.daemon.root_dir, str(Path(cwd) / path), store=self.daemon.store_dir
+        )
         files = await write_export(self, session_id, target, **options)
         self.write_json(
             {"session_id": session_id, "path": str(target), "files": [str(f) for f in files]},

@@ -20,6 +20,7 @@ from .base import PrimeHandler, number_arg, prime_errors
 from .handlers import create_options
 
 MAX_WAIT = 300.0
+MAX_REPR_CHARS = 4000
 
 
 class KernelHandler(PrimeHandler):
@@ -76,6 +77,8 @@ class BatchChildrenHandler(KernelHandler):
         bodies = self.json_body().get("sessions")
         if not isinstance(bodies, list) or not bodies:
             raise PrimeError("'sessions' must be a non-empty list")
+        if not all(isinstance(b, dict) for b in bodies):
+            raise PrimeError("every item of 'sessions' must be an object")
         # Validate every request before admitting any, so a bad one admits nothing.
         options = [create_options(b) for b in bodies]
         records = []
@@ -112,7 +115,7 @@ class WaitHandler(KernelHandler):
     async def get(self, session_id: str) -> None:
         caller = await self.reachable(session_id)
         timeout = number_arg(self.get_argument("timeout", None), "timeout", default=MAX_WAIT)
-        timeout = min(timeout or MAX_WAIT, MAX_WAIT)
+        timeout = MAX_WAIT if timeout is None else min(timeout, MAX_WAIT)
         # A parent blocked on its child gives its concurrency slot to others meanwhile.
         self.daemon.scheduler.suspend(caller.id)
         try:
@@ -159,10 +162,15 @@ class AnswerHandler(KernelHandler):
         text = body.get("repr")
         if not isinstance(text, str):
             raise PrimeError("'repr' must be a string")
+        raw = body.get("pickle")
+        if not isinstance(raw, str) or not raw:
+            raise PrimeError("'pickle' must be a non-empty base64 string")
         try:
-            data = base64.b64decode(body.get("pickle") or "", validate=True)
+            data = base64.b64decode(raw, validate=True)
         except (binascii.Error, ValueError):
             raise PrimeError("'pickle' must be base64") from None
+        if len(text) > MAX_REPR_CHARS:  # the kernel caps it too, but the kernel is not trusted
+            text = text[:MAX_REPR_CHARS] + "…"
         self.daemon.check_blob_size(len(data), "the answer")
         self.daemon.record_answer(caller, data, text, "answer")
         self.write_json({"session_id": caller.id, "answered": True})

@@ -69,6 +69,8 @@ async def test_bad_requests_write_nothing(daemon, script, jp_fetch, jp_root_dir)
     code, message = await _write_error(jp_fetch, *url, path="/tmp/escape.ipynb")
     assert code == 403 and "outside the server root" in message
     assert not Path("/tmp/escape.ipynb").exists()
+    code, message = await _write_error(jp_fetch, *url, path=".prime/prime.sqlite3.ipynb")
+    assert code == 403 and "inside the daemon's store" in message
     code, message = await _write_error(jp_fetch, *url, path="notes.txt")
     assert code == 400 and "does not end in .ipynb" in message
     code, message = await _write_error(jp_fetch, *url, subtree=True)

@@ -1,0 +1,168 @@
+"""Requests a kernel can forge (its code can do anything in its own process) get clear 4xx
+errors, change nothing, and cannot reach past the limits the daemon enforces."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from prime_kernel.daemon.scheduler import Scheduler
+
+
+async def kernel_request(
+    http_server_client: Any, base: str, token: str, method: str, path: str, body: Any = None
+) -> tuple[int, dict[str, Any]]:
+    """A raw request to the kernel API, as agent code could send it."""
+    try:
+        resp = await http_server_client.fetch(
+            f"{base.rstrip('/')}/api/prime/kernel/{path}",
+            method=method,
+            body=None if body is None else json.dumps(body),
+            headers={"X-Prime-Token": token, "Content-Type": "application/json"},
+        )
+    except HTTPClientError as e:
+        return e.code, json.loads(e.response.body)
+    return resp.code, json.loads(resp.body or b"{}")
+
+
+@pytest.fixture
+def forged(daemon, user_kernel, jp_base_url, http_server_client, jp_asyncio_loop):
+    """Send kernel-API requests with the token of a real kernel the server started."""
+
+    async def token_of_a_kernel() -> str:
+        nb = await user_kernel()
+        return (await nb.value("import os; os.environ['PRIME_TOKEN']")).strip("'")
+
+    token = jp_asyncio_loop.run_until_complete(token_of_a_kernel())
+
+    async def send(method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
+        return await kernel_request(http_server_client, jp_base_url, token, method, path, body)
+
+    return send
+
+
+async def test_forged_bodies_are_refused_and_change_nothing(daemon, forged, script):
+    model = script([{"code": "answer(1)"}])
+
+    def agents():
+        # The notebook's own session appears on its first call; no agent session may.
+        return [r for r in daemon.store.list_sessions() if r["kind"] == "agent"]
+
+    before = agents()
+    cases = [
+        ("POST", "sessions/batch", {"sessions": ["not an object"]}, 400, "must be an object"),
+        (
+            "POST",
+            "sessions",
+            {"prompt": "x", "model": model, "context_blob": "../x"},
+            400,
+            "no uploaded context",
+        ),
+        (
+            "POST",
+            "sessions",
+            {"prompt": "x", "model": model, "context_blob": "bmissing1"},
+            400,
+            "no uploaded context",
+        ),
+        ("POST", "sessions", {"prompt": "x" * 300_000, "model": model}, 413, "at most"),
+        ("GET", "messages?timeout=nan", None, 400, "finite"),
+    ]
+    for method, path, body, status, text in cases:
+        code, answer = await forged(method, path, body)
+        assert code == status and text in answer["message"], (path, code, answer)
+    assert agents() == before
+
+
+async def test_forged_answers_are_refused(daemon, user_kernel, script):
+    # Inside an agent session: answer() bodies it could forge.
+    forge = (
+        "import json, os, urllib.request\n"
+        "def post(body):\n"
+        "    req = urllib.request.Request(os.environ['PRIME_URL'].rstrip('/') + "
+        "'/api/prime/kernel/answer', method='POST', data=json.dumps(body).encode(), "
+        "headers={'X-Prime-Token': os.environ['PRIME_TOKEN'], 'Content-Type': "
+        "'application/json'})\n"
+        "    try:\n        urllib.request.urlopen(req)\n        return 200\n"
+        "    except Exception as e:\n        return e.code\n"
+        "codes = [post({'repr': 'x', 'pickle': 5}), post({'repr': 'x', 'pickle': ''}), "
+        "post({'repr': 'x', 'pickle': '%%%'})]\n"
+    )
+    model = script([{"code": forge}, {"code": "answer(codes)"}])
+    nb = await user_kernel()
+    assert await nb.value(f"rlm('forge', model={model!r}).result()") == "[400, 400, 400]"
+
+
+async def test_printed_tokens_never_reach_the_store_or_the_model(daemon, user_kernel, script):
+    seen = []
+
+    def look(messages):
+        seen.append(json.dumps(messages))
+        return {"code": "answer('ok')"}
+
+    model = script([{"code": "import os\nprint(os.environ['PRIME_TOKEN'])"}, look])
+    nb = await user_kernel()
+    sid = (await nb.value(f"h = rlm('leak', model={model!r}); h.result(); h.session_id")).strip("'")
+    tokens = daemon.tokens.live_tokens()
+    cell = daemon.store.events(sid, kinds=["cell"])[0]["data"]
+    assert "[REDACTED]" in cell["outputs"][0]["text"]
+    stored = json.dumps(daemon.store.events(sid))
+    assert not any(t in stored for t in tokens)
+    assert "[REDACTED]" in seen[0] and not any(t in seen[0] for t in tokens)
+
+
+@pytest.mark.parametrize(
+    "prime_config",
+    [{"pool_size": 1, "llm_batch_concurrency": 1, "default_model": "scripted/echo"}],
+)
+async def test_llm_batch_stops_at_the_budget(daemon, user_kernel, script):
+    talk = script([{"text": "hi"}])
+    model = script(
+        [
+            {
+                "code": f"try:\n    llm.batch(['a'] * 10, model={talk!r})\n"
+                "except Exception as e:\n    err = type(e).__name__"
+            },
+            {"code": "answer(err)"},
+        ]
+    )
+    nb = await user_kernel()
+    await nb.run(f"h = rlm('spend', model={model!r}, budget={{'turns': 4}})")
+    result = await nb.run("h.wait(timeout=60)")
+    assert not [o for o in result.outputs if o["output_type"] == "error"]
+    sid = (await nb.value("h.session_id")).strip("'")
+    # Its first turn, then llm() calls one at a time until the 4 turns are spent: never ten.
+    record = daemon.session_json(sid)
+    assert record["usage"]["own"]["model_calls"] == 4
+    assert record["state"] == "FAILED" and "budget" in record["error"]
+
+
+async def test_refine_only_from_reachable_sessions(daemon, user_kernel, script):
+    other = await daemon.create_session("someone else's", model=script([{"text": "secret"}]))
+    await daemon.wait(other["id"], 60)
+    model = script(
+        [
+            {
+                "code": f"try:\n    refine(session_id={other['id']!r})\n"
+                "except Exception as e:\n    err = f'{type(e).__name__}: {e}'"
+            },
+            {"code": "answer(err)"},
+        ]
+    )
+    nb = await user_kernel()
+    out = await nb.value(f"rlm('peek', model={model!r}).result()")
+    assert "Forbidden" in out and "descendants" in out
+
+
+def test_scheduler_counts_concurrent_waits() -> None:
+    sched = Scheduler(1)
+    sched._holders.add("p")
+    sched.suspend("p")
+    sched.suspend("p")  # a second thread of the same kernel waits too
+    sched.resume("p")
+    assert "p" not in sched._holders  # still waiting in the other thread
+    sched.resume("p")
+    assert "p" in sched._holders
