@@ -12,7 +12,7 @@ from typing import Any
 
 from jupyter_server.auth.decorator import allow_unauthenticated
 
-from ..daemon.errors import Forbidden, PrimeError
+from ..daemon.errors import PrimeError
 from ..export import default_target, under_root
 from .base import prime_errors
 from .export_handlers import write_export
@@ -25,12 +25,7 @@ class KernelExportHandler(KernelHandler):
     async def post(self) -> None:
         caller = await self.caller()
         body = self.json_body()
-        session_id = body.get("session_id") or caller.id
-        if not isinstance(session_id, str):
-            raise PrimeError("'session_id' must be a string")
-        if session_id != caller.id and not self.daemon.can_reach(caller, session_id):
-            self.daemon.session_json(session_id)  # a clear 404 for ids that do not exist
-            raise Forbidden(f"session {session_id} is not session {caller.id} or below it")
+        session_id = self.own_tree(caller, body.get("session_id"))
         options = {k: body.get(k, False) for k in ("subtree", "force", "with_context")}
         if not all(isinstance(v, bool) for v in options.values()):
             raise PrimeError("subtree, force and with_context must be true or false")

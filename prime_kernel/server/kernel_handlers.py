@@ -52,6 +52,16 @@ class KernelHandler(PrimeHandler):
             raise Forbidden(f"session {session_id} is not a descendant of session {caller.id}")
         return caller
 
+    def own_tree(self, caller: LiveSession, session_id: object) -> str:
+        """`session_id` (default: the caller) if it is the caller or one of its descendants."""
+        session_id = session_id or caller.id
+        if not isinstance(session_id, str):
+            raise PrimeError("'session_id' must be a string")
+        if session_id != caller.id and not self.daemon.can_reach(caller, session_id):
+            self.daemon._record(session_id)  # a clear 404 for ids that do not exist
+            raise Forbidden(f"session {session_id} is not {caller.id} or one of its descendants")
+        return session_id
+
 
 class ChildrenHandler(KernelHandler):
     @allow_unauthenticated

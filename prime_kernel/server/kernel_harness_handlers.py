@@ -10,7 +10,7 @@ from typing import Any
 
 from jupyter_server.auth.decorator import allow_unauthenticated
 
-from ..daemon.errors import Forbidden, PrimeError
+from ..daemon.errors import PrimeError
 from ..harness import refine
 from . import harness_handlers as H
 from .base import prime_errors
@@ -82,12 +82,7 @@ class RefineHandler(KernelHandler):
             raise PrimeError("instructions must be a string")
         # A session refines from its own evidence (itself or its descendants), never from
         # sessions it cannot reach, and only while its budget allows another model call.
-        session_id = body.get("session_id") or caller.id
-        if not isinstance(session_id, str):
-            raise PrimeError("session_id must be a string")
-        if session_id != caller.id and not self.daemon.can_reach(caller, session_id):
-            self.daemon._record(session_id)  # a clear 404 for ids that do not exist
-            raise Forbidden(f"session {session_id} is not {caller.id} or one of its descendants")
+        session_id = self.own_tree(caller, body.get("session_id"))
         self.daemon.check_limits(caller)
         record = await refine.refine(
             self.daemon,

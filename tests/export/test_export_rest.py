@@ -129,7 +129,7 @@ async def test_export_from_kernels(daemon, script, user_kernel, jp_root_dir):
     cells = [e["data"] for e in daemon.events(agent_id) if e["kind"] == "cell"]
     assert cells[0]["outputs"][0]["text"].strip() == str(jp_root_dir / "me.ipynb")
     assert cells[0]["outputs"][1]["ename"] == "Forbidden"
-    assert "is not session" in cells[0]["outputs"][1]["evalue"]
+    assert "or one of its descendants" in cells[0]["outputs"][1]["evalue"]
     assert cells[1]["outputs"][0]["ename"] == "Forbidden"
     assert "outside the server root" in cells[1]["outputs"][0]["evalue"]
     assert not (jp_root_dir / "parent.ipynb").exists()
