@@ -753,15 +753,18 @@ class Daemon(LoggingConfigurable):
 
     def session_json(self, session_id: str) -> dict[str, Any]:
         record = self._record(session_id)
-        return self._to_json(record, self.store.descendants(session_id))
+        descendants = self.store.descendants(session_id)
+        subtree = usage_mod.summed([self._usage_of(r) for r in (record, *descendants)])
+        children = [d["id"] for d in descendants if d["parent_id"] == record["id"]]
+        return self._to_json(record, subtree, children)
 
-    def _to_json(self, record: dict[str, Any], descendants: list[dict[str, Any]]) -> dict[str, Any]:
+    def _usage_of(self, record: dict[str, Any]) -> dict[str, Any]:
         live = self.live.get(record["id"])
-        own = self._own_usage(live) if live else dict(record.get("usage") or {})
-        parts = [own]
-        for d in descendants:
-            dl = self.live.get(d["id"])
-            parts.append(self._own_usage(dl) if dl else d.get("usage") or {})
+        return self._own_usage(live) if live else dict(record.get("usage") or {})
+
+    def _to_json(
+        self, record: dict[str, Any], subtree: dict[str, float], children: list[str]
+    ) -> dict[str, Any]:
         out = {
             k: record.get(k)
             for k in (
@@ -787,30 +790,36 @@ class Daemon(LoggingConfigurable):
         }
         out["has_answer"] = bool(record.get("answer_blob"))
         # Whether the session's kernel is still up (a person can attach a console to it).
+        live = self.live.get(record["id"])
         out["kernel_alive"] = bool(live and live.runner is not None)
         out["options"] = record.get("options") or {}
-        out["usage"] = {"own": usage_mod.summed([own]), "subtree": usage_mod.summed(parts)}
-        out["children"] = [d["id"] for d in descendants if d["parent_id"] == record["id"]]
+        out["usage"] = {"own": usage_mod.summed([self._usage_of(record)]), "subtree": subtree}
+        out["children"] = children
         return out
 
     def list_sessions(self, **filters: Any) -> list[dict[str, Any]]:
-        records = self.store.list_sessions(**filters)
-        by_parent: dict[str | None, list[dict[str, Any]]] = {}
-        for r in self.store.list_sessions():
-            by_parent.setdefault(r["parent_id"], []).append(r)
+        """Records matching `filters`, each with its subtree's usage: one read of the store,
+        and each subtree summed once (the panel asks for this on every push event)."""
+        everything = self.store.list_sessions()
+        wanted = self.store.list_sessions(**filters) if any(filters.values()) else everything
+        children: dict[str | None, list[dict[str, Any]]] = {}
+        for r in reversed(everything):  # oldest first, like session_json's children
+            children.setdefault(r["parent_id"], []).append(r)
+        totals: dict[str, dict[str, float]] = {}
 
-        def subtree(sid: str) -> list[dict[str, Any]]:
-            out: list[dict[str, Any]] = []
-            for child in by_parent.get(sid, []):
-                out.append(child)
-                out.extend(subtree(child["id"]))
-            return out
+        def subtree(r: dict[str, Any]) -> dict[str, float]:
+            if r["id"] not in totals:
+                parts = [self._usage_of(r), *(subtree(c) for c in children.get(r["id"], []))]
+                totals[r["id"]] = usage_mod.summed(parts)
+            return totals[r["id"]]
 
         return [
             self._to_json(
-                self.live[r["id"]].record if r["id"] in self.live else r, subtree(r["id"])
+                self.live[r["id"]].record if r["id"] in self.live else r,
+                subtree(r),
+                [c["id"] for c in children.get(r["id"], [])],
             )
-            for r in records
+            for r in wanted
         ]
 
     def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
