@@ -4,6 +4,7 @@ deterministic `scripted/*` litellm provider."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import shutil
@@ -133,12 +134,27 @@ def user_kernel(daemon: Daemon, jp_asyncio_loop: Any) -> Iterator[Callable[..., 
         jp_asyncio_loop.run_until_complete(kernel.runner.stop())
 
 
-async def wait_for(predicate: Callable[[], bool], timeout: float = 60) -> None:
+async def wait_for(predicate: Callable[[], Any], timeout: float = 60) -> None:
+    """Wait until `predicate()` (a value, or an awaitable of one) is true."""
     deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
+    while True:
+        value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError("condition not met in time")
         await asyncio.sleep(0.05)
+
+
+async def events(daemon: Daemon, session_id: str, *kinds: str) -> list[dict[str, Any]]:
+    """A session's trajectory (only `kinds`, if given), read from the store."""
+    return await daemon.store.events(session_id, kinds=kinds or None)
+
+
+def agent_records(daemon: Daemon) -> list[Any]:
+    return [r for r in daemon.registry if r.is_agent]
 
 
 # -- the user REST API, as the tests call it -----------------------------------------------

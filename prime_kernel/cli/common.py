@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 from ..daemon.daemon import Daemon
+from ..protocol.errors import PrimeError
+from ..util.format import fmt_time, fmt_usage
+
+__all__ = ["CLIError", "dump_json", "fmt_time", "fmt_usage", "offline_daemon"]
 
 
 class CLIError(Exception):
@@ -23,29 +26,12 @@ def offline_daemon(root: str) -> Daemon:
     path = Path(root).resolve() / ".prime"
     if not (path / "prime.sqlite3").exists():
         raise CLIError(f"no Prime store in {path} (run `prime-agent run ...` there first)")
-    return Daemon(root_dir=str(Path(root).resolve()))
-
-
-def fmt_tokens(n: float) -> str:
-    n = int(n)
-    return f"{n / 1000:.1f}k" if n >= 10_000 else str(n)
-
-
-def fmt_cost(c: float) -> str:
-    return f"${c:.4f}" if c else "$0"
-
-
-def fmt_usage(u: dict[str, Any]) -> str:
-    return (
-        f"{fmt_tokens(u.get('total_tokens', 0))} tok "
-        f"({fmt_tokens(u.get('prompt_tokens', 0))} in / "
-        f"{fmt_tokens(u.get('completion_tokens', 0))} out), {fmt_cost(u.get('cost', 0))}, "
-        f"{int(u.get('model_calls', 0))} calls, {int(u.get('cells', 0))} cells"
-    )
-
-
-def fmt_time(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+    daemon = Daemon(root_dir=str(Path(root).resolve()))
+    try:
+        daemon.open()
+    except PrimeError as e:
+        raise CLIError(e.message) from None
+    return daemon
 
 
 def dump_json(data: Any) -> str:

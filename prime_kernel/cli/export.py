@@ -1,17 +1,18 @@
 """`prime-agent export ID`: a session's trajectory as a notebook, from the store.
 
-Works with no server. When a daemon serves the same root, the notebooks are fetched from it
-instead, because only that process knows the live kernel tokens (and its own token) that must
-be redacted.
+Works with no server, from the store. When a daemon serves the same root, the data comes from
+its REST API (it holds the store); the notebooks are written here either way.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 from pathlib import Path
 from typing import Any
 
 from .common import offline_daemon
+from .remote import call, find_server
 
 
 def add_commands(sub: Any) -> None:
@@ -37,43 +38,63 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_export)
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    from ..daemon.errors import PrimeError
-    from ..export import NotebookExporter, collect, default_target, write
-    from .main import CLIError
-    from .remote import find_server
+class RestSource:
+    """An export's data read from a running daemon's REST API (which holds the store)."""
 
-    daemon = offline_daemon(args.root)
+    def __init__(self, info: dict[str, Any]) -> None:
+        self.info = info
+
+    def session_json(self, session_id: str) -> dict[str, Any]:
+        return dict(call(self.info, "GET", f"sessions/{session_id}"))
+
+    def descendant_ids(self, session_id: str) -> list[str]:
+        out: list[str] = []
+        level = self.session_json(session_id)["children"]
+        while level:
+            out += level
+            level = [c for sid in level for c in self.session_json(sid)["children"]]
+        return out
+
+    async def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
+        path = f"sessions/{session_id}/events?after={after}"
+        return list((await asyncio.to_thread(call, self.info, "GET", path))["events"])
+
+    async def context_bytes(self, session_id: str) -> bytes:
+        path = f"sessions/{session_id}/context"
+        return bytes(await asyncio.to_thread(call, self.info, "GET", path, raw=True))
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ..export import NotebookExporter, default_target, export_to
+    from ..protocol.errors import PrimeError
+    from ..util.redact import Redactor, environment_secrets
+    from .main import CLIError
+
     target = Path(args.output or default_target(args.id, args.subtree))
     info = find_server(args.root)
-    if info is not None:
-        notebook = _fetcher(info, args.with_context)
-    else:
-        exporter = NotebookExporter(daemon=daemon)
-
-        def notebook(sid: str) -> bytes:
-            return exporter.notebook_bytes(sid, with_context=args.with_context)
-
+    daemon = offline_daemon(args.root) if info is None else None
+    # The daemon scrubbed every secret it knew before it stored anything; keys in this
+    # process's environment are blanked out again here.
+    secrets = daemon.scrubber.secrets() if daemon is not None else environment_secrets()
+    exporter = NotebookExporter(redactor=Redactor(secrets))
+    source: Any = daemon if daemon is not None else RestSource(info or {})
     try:
-        export = collect(
-            daemon, args.id, notebook, subtree=args.subtree, with_context=args.with_context
+        files = asyncio.run(
+            export_to(
+                source,
+                exporter,
+                args.id,
+                target,
+                subtree=args.subtree,
+                force=args.force,
+                with_context=args.with_context,
+            )
         )
-        files = write(export, target, subtree=args.subtree, force=args.force)
     except PrimeError as e:
         raise CLIError(e.message, exit_code=1) from None
+    finally:
+        if daemon is not None:
+            asyncio.run(daemon.store.close())
     for path in files:
         print(path)
     return 0
-
-
-def _fetcher(info: dict[str, Any], with_context: bool) -> Any:
-    import nbformat
-
-    from .remote import call
-
-    def notebook(sid: str) -> bytes:
-        query = "?with_context=1" if with_context else ""
-        data = call(info, "GET", f"sessions/{sid}/export{query}")
-        return nbformat.writes(nbformat.from_dict(data)).encode()
-
-    return notebook

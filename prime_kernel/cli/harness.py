@@ -17,10 +17,10 @@ from typing import Any
 import yaml
 
 from ..daemon.daemon import Daemon
-from ..daemon.errors import PrimeError
 from ..harness import entries as E
 from ..harness import interop, refine
 from ..harness.harness import Harness
+from ..protocol.errors import PrimeError
 from .common import dump_json, fmt_time
 
 
@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace, action: Any) -> int:
         raise CLIError(e.message, exit_code=1) from None
     finally:
         daemon.harness.close()
-        daemon.store.close()
+        asyncio.run(daemon.store.close())
 
 
 def _metadata(pairs: list[str], base: dict[str, Any]) -> dict[str, Any] | None:
@@ -337,9 +337,9 @@ def cmd_refine(args: argparse.Namespace) -> int:
     def action(h: Harness, daemon: Daemon) -> int:
         if args.model:
             h.refine_model = args.model
+        daemon.open()  # the evidence: the sessions in the store
         record = asyncio.run(
-            refine.refine(
-                daemon,
+            daemon.refiner.refine(
                 instructions=" ".join(args.instructions) or None,
                 author="user",
                 trigger="prime-agent refine",
@@ -377,7 +377,7 @@ def cmd_refinements(args: argparse.Namespace) -> int:
         if args.action == "show":
             record = refine.get_refinement(h, args.id)
         elif args.action == "approve":
-            record = refine.apply_edits(daemon, args.id, edits)
+            record = refine.apply_edits(h, args.id, edits)
         elif args.action == "reject":
             record = refine.reject_edits(h, args.id, edits)
         else:

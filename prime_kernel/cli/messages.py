@@ -17,16 +17,12 @@ def add_commands(sub: Any) -> None:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    from ..daemon.errors import NotFound
     from .main import CLIError
 
     message = sys.stdin.read() if args.message == "-" else args.message
     if not message.strip():
         raise CLIError("the message is empty")
-    try:
-        info = live_server(args.root, args.id, "message")
-    except NotFound as e:
-        raise CLIError(e.message) from None
+    info = live_server(args.root, args.id, "message")
     receipt = call(info, "POST", f"sessions/{args.id}/messages", {"message": message})
     status, to, state = receipt["status"], receipt["to"], receipt["state"]
     print(f"{status} to {to} ({state}): message {receipt['message_id']}")

@@ -29,7 +29,9 @@ def find_server(root: str) -> dict[str, Any] | None:
     return None
 
 
-def call(info: dict[str, Any], method: str, path: str, body: Any = None) -> Any:
+def call(
+    info: dict[str, Any], method: str, path: str, body: Any = None, *, raw: bool = False
+) -> Any:
     from .main import CLIError
 
     url = info["url"].rstrip("/") + "/api/prime/" + path
@@ -49,15 +51,21 @@ def call(info: dict[str, Any], method: str, path: str, body: Any = None) -> Any:
         raise CLIError(message or f"HTTP {e.code} from {url}", exit_code=1) from None
     except urllib.error.URLError as e:
         raise CLIError(f"cannot reach the daemon at {info['url']}: {e.reason}") from None
+    if raw:
+        return payload
     return json.loads(payload) if payload else None
 
 
 def live_server(root: str, session_id: str, action: str) -> dict[str, Any]:
+    from ..protocol.errors import NotFound
     from .main import CLIError
 
     info = find_server(root)
     if info is None:
-        state = offline_daemon(root).session_json(session_id)["state"]
+        try:
+            state = offline_daemon(root).session_json(session_id)["state"]
+        except NotFound as e:
+            raise CLIError(e.message) from None
         raise CLIError(
             f"cannot {action} {session_id} ({state}): no running daemon serves "
             f"{Path(root).resolve()} (start one with `jupyter lab` or `prime-agent run`)",
@@ -67,16 +75,6 @@ def live_server(root: str, session_id: str, action: str) -> dict[str, Any]:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from ..daemon.errors import NotFound
-    from .main import CLIError
-
-    try:
-        record = offline_daemon(args.root).session_json(args.id)
-    except NotFound as e:
-        raise CLIError(e.message) from None
-    if record["state"] in ("DONE", "FAILED", "CANCELLED"):
-        print(f"{args.id} already ended ({record['state']}); nothing to cancel")
-        return 0
     out = call(live_server(args.root, args.id, "cancel"), "DELETE", f"sessions/{args.id}")
     if out.get("already_ended"):
         print(f"{args.id} already ended ({out['state']}); nothing to cancel")

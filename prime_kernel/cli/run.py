@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..util.format import output_text
 from .common import dump_json, fmt_usage
 
 
@@ -76,17 +77,36 @@ class Progress:
         self.out = out
         self.quiet = quiet
         self.seen: dict[str, int] = {}
+        self._pending: asyncio.Queue[str] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
 
-    def __call__(self, note: dict[str, Any]) -> None:
-        if self.quiet or note.get("root_id") != self.root_id:
-            return
-        sid = note["session_id"]
-        for event in self.daemon.store.events(sid, after=self.seen.get(sid, 0)):
-            self.seen[sid] = event["seq"]
-            self.show(sid, event)
+    def __call__(self, note: Any) -> None:
+        if not self.quiet and note.root_id == self.root_id:
+            self._pending.put_nowait(note.session_id)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._print())
+        self._pending.put_nowait(self.root_id)
+
+    async def stop(self) -> None:
+        await self._pending.join()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _print(self) -> None:
+        while True:
+            sid = await self._pending.get()
+            try:
+                for event in await self.daemon.events(sid, after=self.seen.get(sid, 0)):
+                    self.seen[sid] = event["seq"]
+                    self.show(sid, event)
+            finally:
+                self._pending.task_done()
 
     def show(self, sid: str, event: dict[str, Any]) -> None:
-        record = self.daemon.live[sid].record if sid in self.daemon.live else {}
+        record = self.daemon.session_json(sid)
         indent = "  " * int(record.get("depth") or 0)
         tag = f"{indent}[{sid}]"
         kind, data = event["kind"], event["data"]
@@ -108,7 +128,7 @@ class Progress:
             line = f"{tag} {who} [{data.get('status')}]:\n" + _block(
                 data["code"], indent + "    > "
             )
-            text = "".join(_out_text(o) for o in data.get("outputs") or [])
+            text = "".join(output_text(o) for o in data.get("outputs") or [])
             if text.strip():
                 line += "\n" + _block(_clip(text, 800), indent + "    ")
         elif kind in ("mail_in", "mail_out"):
@@ -136,12 +156,6 @@ def _block(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.splitlines())
 
 
-def _out_text(o: dict[str, Any]) -> str:
-    from ..daemon.observation import output_text
-
-    return output_text(o)
-
-
 async def _run_session(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     await app._post_start()
     daemon = app.web_app.settings.get("prime_daemon")
@@ -157,7 +171,7 @@ async def _run_session(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     sid = record["id"]
     progress = Progress(daemon, sid, sys.stderr if args.json else sys.stdout, args.quiet)
     daemon.add_listener(progress)
-    progress({"session_id": sid, "root_id": sid})
+    progress.start()
     loop = asyncio.get_running_loop()
 
     cancelling: list[asyncio.Task[Any]] = []
@@ -170,6 +184,7 @@ async def _run_session(app: Any, args: argparse.Namespace) -> dict[str, Any]:
         loop.add_signal_handler(signal.SIGINT, on_interrupt)
     try:
         await daemon.wait(sid, None)
+        await progress.stop()
     finally:
         with contextlib.suppress(NotImplementedError):
             loop.remove_signal_handler(signal.SIGINT)
@@ -179,10 +194,10 @@ async def _run_session(app: Any, args: argparse.Namespace) -> dict[str, Any]:
         import pickle
 
         try:
-            result["answer"] = pickle.loads(daemon.answer_bytes(sid))
+            result["answer"] = pickle.loads(await daemon.answer_bytes(sid))
         except Exception:
             result["answer"] = result.get("answer_repr")
-    result["store"] = str(daemon.store.path)
+    result["store"] = str(daemon.store.directory)
     return result
 
 
@@ -193,7 +208,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise CLIError(f"--root {root} is not a folder")
     from ..daemon import budget as budget_mod
-    from ..daemon.errors import PrimeError
+    from ..protocol.errors import PrimeError
 
     try:  # refused before a server starts
         args.budget = budget_mod.parse({k: getattr(args, f"budget_{k}") for k in budget_mod.KEYS})
@@ -204,11 +219,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     if args.model:
         # Fail on an unknown model or a missing API key before any server or kernel starts.
-        from ..daemon.errors import PrimeError
-        from ..daemon.models import ModelGateway
+        from ..models.router import ModelRouter
 
         try:
-            ModelGateway().validate(args.model)
+            ModelRouter().validate(args.model)
         except PrimeError as e:
             raise CLIError(e.message) from None
     app = make_server(root, [f"--{c}" for c in args.config])
@@ -216,7 +230,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result = app.io_loop.run_sync(lambda: _run_session(app, args))
     except Exception as e:
-        from ..daemon.errors import PrimeError
+        from ..protocol.errors import PrimeError
 
         if isinstance(e, PrimeError):
             raise CLIError(e.message) from None

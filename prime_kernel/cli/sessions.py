@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import urllib.parse
 from typing import Any
 
-from ..daemon.daemon import Daemon
-from ..daemon.errors import NotFound
-from ..daemon.observation import output_text
+from ..protocol.errors import NotFound
+from ..util.format import output_text
 from .common import dump_json, fmt_time, fmt_usage, offline_daemon
+from .remote import call, find_server
 
 
 def add_commands(sub: Any) -> None:
@@ -26,9 +28,13 @@ def add_commands(sub: Any) -> None:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    daemon = offline_daemon(args.root)
     states = [s.upper() for s in args.state] if args.state else None
-    rows = daemon.list_sessions(states=states, limit=args.limit)
+    info = find_server(args.root)
+    if info is not None:  # the running daemon holds the store: ask it
+        query = urllib.parse.urlencode({"state": states or [], "limit": args.limit}, doseq=True)
+        rows = call(info, "GET", f"sessions?{query}")["sessions"]
+    else:
+        rows = offline_daemon(args.root).list_sessions(states=states, limit=args.limit)["sessions"]
     if args.json:
         print(dump_json(rows))
         return 0
@@ -47,20 +53,25 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from .main import CLIError
 
-    daemon = offline_daemon(args.root)
-    try:
-        record = daemon.session_json(args.id)
-    except NotFound as e:
-        raise CLIError(e.message) from None
-    events = daemon.events(args.id)
+    info = find_server(args.root)
+    if info is not None:  # the running daemon holds the store: ask it
+        record = call(info, "GET", f"sessions/{args.id}")
+        events = call(info, "GET", f"sessions/{args.id}/events")["events"]
+    else:
+        daemon = offline_daemon(args.root)
+        try:
+            record = daemon.session_json(args.id)
+        except NotFound as e:
+            raise CLIError(e.message) from None
+        events = asyncio.run(daemon.events(args.id))
     if args.json:
         print(json.dumps({"session": record, "events": events}, indent=2, default=str))
         return 0
-    print(render_session(daemon, record, events))
+    print(render_session(record, events))
     return 0
 
 
-def render_session(daemon: Daemon, record: dict[str, Any], events: list[dict[str, Any]]) -> str:
+def render_session(record: dict[str, Any], events: list[dict[str, Any]]) -> str:
     lines = [
         f"Session {record['id']} · {record['state']} · {record['kind']}",
         f"  task:    {record['prompt']}",

@@ -15,17 +15,31 @@ child may not be given more than what remains of any budget above it.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .errors import BudgetExceeded, PrimeError
+from ..protocol.errors import BudgetExceeded, PrimeError
+from .records import SessionRecord
 
-if TYPE_CHECKING:
-    from .daemon import Daemon, LiveSession
+
+class Ledger(Protocol):
+    """What the budget rules read: records, and what a session's subtree has spent."""
+
+    def get(self, session_id: str) -> SessionRecord: ...
+
+    def chain(self, session_id: str) -> list[SessionRecord]:
+        """The session's record and its ancestors', nearest first."""
+        ...
+
+    def spent(self, session_id: str) -> dict[str, float]:
+        """Tokens, dollars, turns (model calls) of the subtree; seconds since it started."""
+        ...
+
 
 KEYS = ("tokens", "dollars", "seconds", "turns")
 _UNITS = {"tokens": "tokens", "dollars": "dollars", "seconds": "seconds", "turns": "model calls"}
+# Larger budgets are typos (and 1e400 as an integer would overflow a float).
+MAX_VALUE = 1e15
 _EXAMPLE = "{'tokens': 20000, 'dollars': 0.5, 'seconds': 600, 'turns': 30}"
 
 
@@ -47,67 +61,49 @@ def parse(value: Any) -> dict[str, float] | None:
         v = value.get(key)
         if v is None:
             continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise PrimeError(f"budget {key} must be a finite number, not {v!r}")
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or abs(v) > MAX_VALUE
+            or not math.isfinite(v)
+        ):
+            raise PrimeError(f"budget {key} must be a finite number up to {MAX_VALUE:g}, not {v!r}")
         if v < 0:
             raise PrimeError(f"budget {key} must not be negative (got {v})")
+        if v == 0:
+            raise PrimeError(f"a budget of 0 {_UNITS[key]} leaves nothing to spend ({key})")
         out[key] = v
     return out or None
 
 
-def limits(record: dict[str, Any]) -> dict[str, float]:
+def limits(record: SessionRecord) -> dict[str, float]:
     """The limits a session record carries (its budget without the bookkeeping)."""
-    budget = record.get("budget") or {}
+    budget = record.budget or {}
     return {k: budget[k] for k in KEYS if k in budget}
 
 
-def spent(daemon: Daemon, session_id: str) -> dict[str, float]:
-    """What a session and its subtree have spent, in budget units."""
-    record = daemon.session_json(session_id)
-    sub = record["usage"]["subtree"]
-    started = record.get("started")
-    elapsed = ((record.get("ended") or time.time()) - started) if started else 0.0
-    return {
-        "tokens": sub["total_tokens"],
-        "dollars": sub["cost"],
-        "turns": sub["model_calls"],
-        "seconds": round(elapsed, 3),
-    }
-
-
-def _chain(daemon: Daemon, session_id: str) -> list[dict[str, Any]]:
-    """The session's record and its ancestors', nearest first."""
-    out = []
-    record: dict[str, Any] | None = daemon._record(session_id)
-    while record is not None:
-        out.append(record)
-        parent = record.get("parent_id")
-        record = daemon._record(parent) if parent else None
-    return out
-
-
-def _chain_limits(daemon: Daemon, session_id: str) -> Iterator[tuple[str, str, float, float]]:
+def _chain_limits(ledger: Ledger, session_id: str) -> Iterator[tuple[str, str, float, float]]:
     """(session id, key, allowed, spent) per limit of the session and its ancestors, nearest first.
 
     Lazy, so a caller that stops early does not total the spending of further ancestors.
     """
-    for record in _chain(daemon, session_id):
+    for record in ledger.chain(session_id):
         lim = limits(record)
         if not lim:
             continue
-        used = spent(daemon, record["id"])
+        used = ledger.spent(record.id)
         for key, allowed in lim.items():
-            yield record["id"], key, allowed, used[key]
+            yield record.id, key, allowed, used[key]
 
 
-def _first_exhausted(daemon: Daemon, session_id: str) -> dict[str, Any] | None:
-    for sid, key, allowed, used in _chain_limits(daemon, session_id):
+def first_exhausted(ledger: Ledger, session_id: str) -> dict[str, Any] | None:
+    for sid, key, allowed, used in _chain_limits(ledger, session_id):
         if used >= allowed:
             return {"limit": key, "allowed": allowed, "spent": used, "session_id": sid}
     return None
 
 
-def _message(session_id: str, info: dict[str, Any]) -> str:
+def message(session_id: str, info: dict[str, Any]) -> str:
     whose = (
         "this session's budget"
         if info["session_id"] == session_id
@@ -120,33 +116,33 @@ def _message(session_id: str, info: dict[str, Any]) -> str:
     )
 
 
-def check(daemon: Daemon, live: LiveSession) -> None:
+def check(ledger: Ledger, record: SessionRecord) -> None:
     """Raise BudgetExceeded if this session or any ancestor has spent its budget.
 
     The session's record keeps why (`budget.exceeded`), so `result()` in a parent can tell a
     budget stop from any other failure.
     """
-    info = _first_exhausted(daemon, live.id)
+    info = first_exhausted(ledger, record.id)
     if info is None:
         return
-    budget = dict(live.record.get("budget") or {})
-    budget["exceeded"] = info
-    live.record["budget"] = budget
-    daemon.store.update_session(live.id, budget=budget)
-    raise BudgetExceeded(_message(live.id, info), **info)
+    record.update(budget={**(record.budget or {}), "exceeded": info})
+    raise BudgetExceeded(message(record.id, info), **info)
 
 
-def remainder(daemon: Daemon, session_id: str) -> dict[str, float]:
+def remainder(ledger: Ledger, session_id: str) -> dict[str, float]:
     """The least that remains, per key, of the budgets of a session and its ancestors."""
     left: dict[str, float] = {}
-    for _, key, allowed, used in _chain_limits(daemon, session_id):
+    for _, key, allowed, used in _chain_limits(ledger, session_id):
         room = allowed - used
         left[key] = min(left.get(key, room), room)
     return left
 
 
 def admit(
-    daemon: Daemon, parent_id: str | None, requested: Any, default: dict[str, Any] | None = None
+    ledger: Ledger,
+    parent: SessionRecord | None,
+    requested: Any,
+    default: dict[str, Any] | None = None,
 ) -> dict[str, float] | None:
     """The budget a new session gets, checked against what remains above it.
 
@@ -155,18 +151,18 @@ def admit(
     root, or a child of a notebook — gets `default` (config).
     """
     budget = parse(requested)
-    top = parent_id is None or daemon._record(parent_id)["kind"] == "notebook"
+    top = parent is None or not parent.is_agent
     if budget is None and default and top:
         try:
             budget = parse(default)
         except PrimeError as e:
             raise PrimeError(f"the configured default budget is invalid: {e.message}") from None
-    if parent_id is None:
+    if parent is None:
         return budget
-    info = _first_exhausted(daemon, parent_id)
+    info = first_exhausted(ledger, parent.id)
     if info is not None:
-        raise BudgetExceeded("cannot start a child: " + _message(parent_id, info), **info)
-    left = remainder(daemon, parent_id)
+        raise BudgetExceeded("cannot start a child: " + message(parent.id, info), **info)
+    left = remainder(ledger, parent.id)
     for key, value in (budget or {}).items():
         if key in left and value > left[key]:
             raise PrimeError(

@@ -1,6 +1,6 @@
 """Context compaction (L1): keep a session's message list inside its model's window.
 
-Before each model call the agent loop calls `compact_if_needed`. When the prompt would fill more
+Before each model call the daemon calls `compact_if_needed`. When the prompt would fill more
 than `Daemon.compact_at` of the model's window, or the session's REPL called `compact()`, the
 middle of the conversation is replaced by one user message holding a summary that the session's
 model writes. The head (system prompt, fenced-code examples, task) and the most recent turns stay
@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .errors import Forbidden, ModelError
-from .models import Completion, ModelGateway
+from ..models.router import Completion, ModelRouter
+from ..protocol.errors import ModelError
 from .observation import cap
-
-if TYPE_CHECKING:
-    from .daemon import Daemon, LiveSession
 
 SUMMARY_HEADER = "[Earlier turns, summarised]"
 SUMMARY_INSTRUCTION = (
@@ -114,7 +111,7 @@ def dropped_message(summarised: int, error: str) -> str:
 
 
 async def compact_messages(
-    gateway: ModelGateway,
+    router: ModelRouter,
     model: str,
     messages: list[dict[str, Any]],
     *,
@@ -140,7 +137,7 @@ async def compact_messages(
     completion: Completion | None = None
     error = None
     try:
-        completion = await gateway.text(model, prompt, **kwargs)
+        completion = await router.text(model, prompt, **kwargs)
         summary, _ = cap(str(completion.message.get("content") or "").strip(), chars // 2)
         text = summary_message(len(middle), summary or "(the summary came back empty)")
     except ModelError as e:
@@ -151,54 +148,43 @@ async def compact_messages(
 
 
 async def compact_if_needed(
-    daemon: Daemon, live: LiveSession, messages: list[dict[str, Any]]
-) -> None:
-    """Compact `messages` in place if they fill the window or the REPL asked; record it."""
-    requested, live.compact_requested = live.compact_requested, False
-    if not requested and daemon.compact_at <= 0:
-        return
-    model = live.record["model"]
-    window = daemon.gateway.context_window(model)
+    router: ModelRouter,
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    compact_at: float,
+    keep_recent: int,
+    requested: bool = False,
+    **kwargs: Any,
+) -> tuple[Compacted, dict[str, Any]] | None:
+    """Compact `messages` if they fill more than `compact_at` of the model's window (or a
+    compaction was `requested`): the result and the data of its `compaction` event."""
+    if not requested and compact_at <= 0:
+        return None
+    window = router.context_window(model)
     if not requested and window:
         # A token is at least a character: while the text is shorter than the threshold the
         # exact (tokenizer) count, which grows with the history, need not run every turn.
         chars = sum(
             len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in messages
         )
-        if chars <= daemon.compact_at * window:
-            return
-    before = daemon.gateway.count_tokens(model, messages)
-    if not requested and (not window or before <= daemon.compact_at * window):
-        return
+        if chars <= compact_at * window:
+            return None
+    before = router.count_tokens(model, messages)
+    if not requested and (not window or before <= compact_at * window):
+        return None
     result = await compact_messages(
-        daemon.gateway,
-        model,
-        messages,
-        keep_recent=daemon.compact_keep_recent,
-        window=window,
-        **daemon.model_kwargs,
+        router, model, messages, keep_recent=keep_recent, window=window, **kwargs
     )
     if result is None:
-        daemon.log.info("session %s: nothing between the task and the recent turns", live.id)
-        return
-    if result.completion is not None:
-        daemon._account_model_call(live, result.completion)
-    messages[:] = result.messages
+        return None
     data: dict[str, Any] = {
         "before_tokens": before,
-        "after_tokens": daemon.gateway.count_tokens(model, messages),
+        "after_tokens": router.count_tokens(model, result.messages),
         "summarised_messages": result.summarised,
         "summary": result.summary,
         "reason": "requested" if requested else "window",
     }
     if result.error:
         data["error"] = result.error
-    daemon.record(live, "compaction", data)
-
-
-def request_compaction(live: LiveSession) -> dict[str, Any]:
-    """`compact()` from a REPL: compact this session before its next model call."""
-    if live.record["kind"] != "agent":
-        raise Forbidden("compact() is for agent sessions; this kernel is not running one")
-    live.compact_requested = True
-    return {"session_id": live.id, "requested": True}
+    return result, data

@@ -1,9 +1,18 @@
 """The daemon: owner of every session, its kernel, its loop and its durable record.
 
-Plain asyncio + jupyter_client: the server adapter (`prime_kernel.server`) and the CLI drive
-this class; it never imports tornado. Everything a kernel asks for arrives here with the calling
-session already resolved from its token, so identity, depth and limits are decided here and
-nowhere else.
+`Daemon` is the composition root and the façade the server adapter and the CLI call. It builds
+the collaborators and hands each the narrow pieces it needs:
+
+- `SessionRegistry` (registry.py): every record in memory, writing through to the `Store`;
+- `EventLog` (events.py): trajectory events, scrubbed of secrets, pushed to listeners;
+- `Lifecycle` (lifecycle.py): every state change and its effects;
+- `Accounting` (accounting.py): usage and budgets;
+- `Scheduler`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Recovery`;
+- the agent loop (loop.py), which sees the daemon only as a `LoopHost`.
+
+Plain asyncio + jupyter_client: it never imports tornado. Everything a kernel asks for arrives
+here with the calling session already resolved from its token, so identity, depth and limits are
+decided here and nowhere else.
 """
 
 from __future__ import annotations
@@ -13,8 +22,8 @@ import contextlib
 import os
 import pickle
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -23,23 +32,42 @@ from traitlets import Bool, Float, Instance, Int, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from ..harness.harness import Harness
-from . import budget as budget_mod
+from ..models.router import Completion, ModelRouter
+from ..protocol.errors import (
+    DepthExceeded,
+    Forbidden,
+    LimitExceeded,
+    NotFound,
+    PrimeError,
+    TooLarge,
+    Unauthorized,
+)
+from ..protocol.events import EventKind
+from ..protocol.states import TERMINAL, SessionKind, SessionState
+from ..util.files import new_id
 from . import usage as usage_mod
-from .errors import DepthExceeded, Forbidden, NotFound, PrimeError, TooLarge
+from .accounting import Accounting
+from .compaction import compact_if_needed
+from .events import EventLog, Listener
 from .kernels import CellResult, KernelPool, KernelRunner
+from .lifecycle import Lifecycle
 from .loop import AgentLoop, TurnLimitReached
-from .mailbox import Mailbox
-from .models import Completion, ModelGateway
+from .mailbox import Limits, Mailbox
 from .observation import render
-from .passivation import Passivation
+from .passivation import Passivation, Snapshots
+from .prompts import PYTHON_TOOL
+from .records import SessionRecord
+from .recovery import Recovery
+from .refining import Refiner
+from .registry import SessionRegistry
 from .scheduler import Scheduler
-from .states import SessionState, check_transition
-from .store import Store, new_id
+from .secrets import Scrubber
+from .session import Conversation, LiveSession
+from .store import SqliteStore, Store
 from .tokens import TokenRegistry
 
 DEFAULT_MODEL = "local/smollm2"
-
-Listener = Callable[[dict[str, Any]], None]
+MAX_NAME_CHARS = 200
 
 _current: Daemon | None = None
 
@@ -47,31 +75,6 @@ _current: Daemon | None = None
 def current_daemon() -> Daemon | None:
     """The daemon running in this process, if any (the provisioner asks for it)."""
     return _current
-
-
-@dataclass
-class LiveSession:
-    """What the daemon holds in memory for a session it is running."""
-
-    record: dict[str, Any]
-    runner: KernelRunner | None = None
-    task: asyncio.Task[None] | None = None
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    news: list[str] = field(default_factory=list)
-    settled: asyncio.Event = field(default_factory=asyncio.Event)
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    answered: bool = False
-    turns: int = 0
-    cancelling: bool = False
-    compact_requested: bool = False  # compact() was called: compact before the next model call
-
-    @property
-    def id(self) -> str:
-        return str(self.record["id"])
-
-    @property
-    def state(self) -> SessionState:
-        return SessionState(self.record["state"])
 
 
 class Daemon(LoggingConfigurable):
@@ -96,6 +99,21 @@ class Daemon(LoggingConfigurable):
     cell_timeout = Float(
         600.0, config=True, help="Seconds a cell may run before it is interrupted."
     )
+    interrupt_grace = Float(
+        5.0,
+        config=True,
+        help="Seconds an interrupted cell has to stop before its kernel is terminated "
+        "(SIGTERM, then SIGKILL) and replaced by a fresh one restored from the latest snapshot.",
+    )
+    kernel_poll_interval = Float(
+        0.5, config=True, help="Seconds between checks that a running cell's kernel is alive."
+    )
+    max_kernel_restarts = Int(
+        3,
+        config=True,
+        help="Kernel deaths (or kills) one session survives; after that it fails. 0: fail on "
+        "the first.",
+    )
     observation_chars = Int(
         8000, config=True, help="Characters of cell output shown to the model per cell."
     )
@@ -109,6 +127,12 @@ class Daemon(LoggingConfigurable):
         3600.0,
         config=True,
         help="Seconds a root session's kernel stays up after it ends (for co-working).",
+    )
+    max_kept_kernels = Int(
+        4,
+        config=True,
+        help="Ended root sessions whose kernels are kept for co-working at once; the least "
+        "recently ended beyond this are shut down.",
     )
     model_kwargs = Instance(
         dict, kw={}, config=True, help="Extra keyword arguments for every litellm completion."
@@ -127,6 +151,10 @@ class Daemon(LoggingConfigurable):
     llm_batch_concurrency = Int(
         8, config=True, help="Model calls of one llm.batch() in flight at once."
     )
+    max_children = Int(
+        500, config=True, help="Most children one session may start in all (rlm() calls)."
+    )
+    max_batch = Int(200, config=True, help="Most sessions one rlm.map() call may start.")
     max_prompt_chars = Int(
         200_000,
         config=True,
@@ -155,6 +183,24 @@ class Daemon(LoggingConfigurable):
         help="Seconds an IDLE agent session waits before it is passivated (INACTIVE): its "
         "REPL is snapshotted and its kernel shut down until a message revives it.",
     )
+    snapshot_overhead = Float(
+        0.05,
+        min=0.0,
+        config=True,
+        help="Fraction of a session's time its REPL snapshots may take. A snapshot is taken at "
+        "a turn boundary when that keeps the total under this share (so a restart or a dead "
+        "kernel loses little); 0 takes them only before passivation and a clean stop.",
+    )
+    auto_resume = Bool(
+        True,
+        config=True,
+        help="After a restart, run the sessions a previous daemon left unfinished: queued ones "
+        "are queued again, running ones resume at their last turn. Off: they wait INACTIVE "
+        "until a message (or `prime-agent resume`) wakes them.",
+    )
+    stop_snapshot_timeout = Float(
+        10.0, config=True, help="Seconds a clean stop spends snapshotting live REPLs."
+    )
 
     compact_at = Float(
         0.8,
@@ -169,12 +215,15 @@ class Daemon(LoggingConfigurable):
         6, min=0, config=True, help="Most recent messages a compaction keeps verbatim."
     )
 
-    gateway_class = Type(ModelGateway, config=True, help="The model gateway implementation.")
+    router_class = Type(ModelRouter, config=True, help="The model router (litellm) to use.")
     loop_class = Type(AgentLoop, config=True, help="The agent loop implementation.")
     harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
+    store_class = Type(SqliteStore, klass=Store, config=True, help="The store implementation.")
 
     kernel_manager = Instance(AsyncMultiKernelManager, allow_none=True)
     url = Unicode("", help="Base URL kernels call back to (set by the server adapter).")
+    # Secrets of the process hosting the daemon that no record may carry (the server's token).
+    host_secrets = Instance(set, kw={}, help="Extra secrets to scrub (set by the adapter).")
 
     @default("store_dir")
     def _default_store_dir(self) -> str:
@@ -183,145 +232,137 @@ class Daemon(LoggingConfigurable):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.tokens = TokenRegistry()
-        self.gateway: ModelGateway = self.gateway_class()
-        self.store = Store(self.store_dir)
-        self.harness: Harness = self.harness_class(
-            parent=self, daemon=self, project_dir=str(Path(self.store_dir) / "harness")
-        )
+        self.router: ModelRouter = self.router_class()
+        make_store: Callable[[str], Store] = self.store_class
+        self.store = make_store(self.store_dir)
+        self.registry = SessionRegistry()
+        self.scrubber = Scrubber(self)
+        self.event_log = EventLog(self.store, scrub=self.scrubber.value)
+        self.accounting = Accounting(self.registry)
+        self.lifecycle = Lifecycle(self.registry, self.event_log, self.accounting)
         self.scheduler = Scheduler(self.max_concurrent)
-        self.live: dict[str, LiveSession] = {}
-        self._listeners: list[Listener] = []
+        self.snapshots = Snapshots(self.store, self.event_log, lambda: self.cell_timeout)
+        self.passivation = Passivation(
+            self.lifecycle,
+            self.snapshots,
+            self.release_kernel,
+            lambda: self.idle_timeout,
+            self.spawn,
+        )
+        self.mailbox = Mailbox(
+            self.registry, self.store, self.event_log, self.scheduler, Limits(self), self.wake
+        )
+        self.harness: Harness = self.harness_class(
+            parent=self, project_dir=str(Path(self.store_dir) / "harness")
+        )
+        self.refiner = Refiner(self)
+        self.recovery = Recovery(self)
+        self.pool: KernelPool | None = None
+        self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
+        # An id of this daemon's run: list cursors (`changed_after`) are only valid within it.
+        self.epoch = new_id()
         self._background: set[asyncio.Task[Any]] = set()
         self._notebook_locks: dict[str, asyncio.Lock] = {}
-        self.mailbox = Mailbox(self)
-        self.passivation = Passivation(self)
-        self.add_listener(self.passivation.on_event)
-        self.pool: KernelPool | None = None
+        self._kept: OrderedDict[str, asyncio.Task[None]] = OrderedDict()
+        self._opened = False
         # Set once start() made the pool: the server takes requests before that (start runs
         # after it listens and imports litellm), so sessions created early wait for it.
         self._started = asyncio.Event()
-        self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
+        self._wire_effects()
+
+    def _wire_effects(self) -> None:
+        lc = self.lifecycle
+        lc.on(SessionState.IDLE, self.passivation.entered_idle)
+        lc.on(SessionState.IDLE, self._wake_if_mail)
+        lc.on(frozenset({SessionState.RUNNING, *TERMINAL}), self.passivation.cancel_timer)
+        lc.on(TERMINAL, self._ended)
+        lc.on(SessionState.FAILED, self.refiner.session_failed)
 
     # -- lifecycle ------------------------------------------------------------------------
+    @property
+    def live(self) -> dict[str, LiveSession]:
+        return self.registry.live
+
+    def open(self) -> None:
+        """Open the store (refused if another daemon holds it) and load every record."""
+        if self._opened:
+            return
+        self.store.open()
+        self.registry.load(self.store.load_sessions(), self.store.update_session)
+        self._opened = True
+
     async def start(self) -> None:
         global _current
+        self.open()
         _current = self
         if self.kernel_manager is None:
             self.kernel_manager = AsyncMultiKernelManager()
-        self._recover()
-        await self.gateway.ready()
+        await self.recovery.reap_kernels()
+        await self.router.ready()
         # Agents work in the root (their relative paths, exports included, land there).
         root = str(Path(self.root_dir).resolve())
         self.pool = KernelPool(
             self.kernel_manager, self.kernel_name, self.pool_size, lambda: {"cwd": root}
         )
-        self.pool.runner_kwargs = {"max_output_bytes": self.max_cell_output_bytes}
+        self.pool.runner_kwargs = {
+            "max_output_bytes": self.max_cell_output_bytes,
+            "poll_interval": self.kernel_poll_interval,
+        }
         self.pool.start_timeout = self.kernel_start_timeout
+        self.pool.on_start = self._kernel_started
         self.pool.fill()
+        self.recovery.resume()
         self._started.set()
 
     async def stop(self) -> None:
+        """A clean stop: what runs is stopped and left resumable, REPLs are snapshotted."""
         global _current
-        for live in list(self.live.values()):
-            if live.task and not live.task.done():
-                live.task.cancel()
-        tasks = [lv.task for lv in self.live.values() if lv.task]
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for live in list(self.live.values()):
-            if not live.state.terminal and live.record["kind"] == "agent":
-                self._set_state(live, SessionState.FAILED, error="the daemon stopped")
-            await self._release_kernel(live)
+        await self.recovery.suspend_all()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         if self.pool:
             await self.pool.close()
-        self.store.close()
+        await self.store.close()
         self.harness.close()
         if _current is self:
             _current = None
 
-    def _recover(self) -> None:
-        """Sessions a previous daemon left unfinished cannot continue: say so in the record."""
-        for rec in self.store.list_sessions(states=["ADMITTED", "RUNNING", "IDLE", "INACTIVE"]):
-            if rec["kind"] == "notebook":
-                continue
-            self.store.update_session(
-                rec["id"], state="FAILED", ended=time.time(), error="the daemon stopped"
-            )
-            self.store.append_event(
-                rec["id"], "state", {"state": "FAILED", "reason": "the daemon stopped"}
-            )
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "") -> asyncio.Task[Any]:
+        """A background task of this daemon (cancelled when it stops)."""
+        task = asyncio.get_running_loop().create_task(coro, name=name or None)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
 
     def add_listener(self, listener: Listener) -> None:
-        self._listeners.append(listener)
+        self.event_log.add_listener(listener)
 
     def remove_listener(self, listener: Listener) -> None:
-        with contextlib.suppress(ValueError):
-            self._listeners.remove(listener)
+        self.event_log.remove_listener(listener)
 
-    # -- recording ------------------------------------------------------------------------
-    def record(self, live: LiveSession, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-        event = self.store.append_event(live.id, kind, data)
-        self._notify(live, event)
-        return event
-
-    def _notify(self, live: LiveSession, event: dict[str, Any]) -> None:
-        note = {
-            "session_id": live.id,
-            "kind": event["kind"],
-            "state": live.record["state"],
-            "seq": event["seq"],
-            "root_id": live.record["root_id"],
-        }
-        for listener in list(self._listeners):
-            try:
-                listener(note)
-            except Exception:
-                self.log.exception("a session listener failed")
-
-    def _set_state(
-        self, live: LiveSession, state: SessionState, *, error: str | None = None, reason: str = ""
-    ) -> None:
-        old = live.state
-        if old == state:
-            return
-        check_transition(old, state)
-        fields: dict[str, Any] = {"state": state.value}
-        now = time.time()
-        if state == SessionState.RUNNING and not live.record.get("started"):
-            fields["started"] = now
-        if state.terminal:
-            fields["ended"] = now
-        if error is not None:
-            fields["error"] = error
-        live.record.update(fields)
-        live.record["usage"] = self._own_usage(live)
-        fields["usage"] = live.record["usage"]
-        self.store.update_session(live.id, **fields)
-        data: dict[str, Any] = {"state": state.value}
-        if error or reason:
-            data["reason"] = error or reason
-        self.record(live, "state", data)
-        if state.terminal or (state == SessionState.IDLE and live.answered):
-            live.settled.set()
-        if state.terminal:
-            self.harness.session_ended(live)
-
-    def _own_usage(self, live: LiveSession) -> dict[str, Any]:
-        u = dict(live.record.get("usage") or usage_mod.empty())
-        started = live.record.get("started")
-        if started:
-            u["wall_time"] = round((live.record.get("ended") or time.time()) - started, 6)
-        return u
+    def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
+        return self.event_log.emit(live.record, kind, data)
 
     # -- creating sessions ----------------------------------------------------------------
-    def resolve_model(self, explicit: str | None, parent: dict[str, Any] | None = None) -> str:
+    def resolve_model(self, explicit: str | None, parent: SessionRecord | None = None) -> str:
         if explicit:
             return explicit
-        if parent and parent.get("model"):
-            return str(parent["model"])
+        if parent is not None and parent.model:
+            return parent.model
         return os.environ.get("PRIME_MODEL") or self.default_model
+
+    def new_live(self, record: SessionRecord) -> LiveSession:
+        sid = record.id
+        live = LiveSession(
+            record,
+            Conversation(
+                on_append=lambda ms: self.store.append_conversation(sid, ms),
+                on_replace=lambda ms: self.store.replace_conversation(sid, ms),
+            ),
+        )
+        self.registry.live[sid] = live
+        return live
 
     async def create_session(
         self,
@@ -338,6 +379,66 @@ class Daemon(LoggingConfigurable):
         spec: str | None = None,
     ) -> dict[str, Any]:
         """Admit a new agent session and start running it; returns its record at once."""
+        parent = self.registry.get(parent_id) if parent_id else None
+        record = self._admit(
+            prompt,
+            parent=parent,
+            model=model,
+            name=name,
+            context_blob=context_blob,
+            context_type=context_type,
+            budget=budget,
+            max_turns=max_turns,
+            persistent=persistent,
+            spec=spec,
+        )
+        if parent is not None:
+            self._check_children(parent, 1)
+        self._launch(record, parent)
+        return self.session_json(record.id)
+
+    async def create_children(
+        self, parent_id: str, requests: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Admit many children at once (rlm.map): every request is checked before any is
+        admitted, so a refused one admits nothing."""
+        parent = self.registry.get(parent_id)
+        if len(requests) > self.max_batch:
+            raise LimitExceeded(
+                f"rlm.map() asked for {len(requests)} children; one call may start at most "
+                f"{self.max_batch} (c.Daemon.max_batch)",
+                limit=self.max_batch,
+            )
+        self._check_children(parent, len(requests))
+        records = [self._admit(parent=parent, **r) for r in requests]
+        for record in records:
+            self._launch(record, parent)
+        return [self.session_json(r.id) for r in records]
+
+    def _check_children(self, parent: SessionRecord, more: int) -> None:
+        have = len(self.registry.children(parent.id))
+        if have + more > self.max_children:
+            raise LimitExceeded(
+                f"session {parent.id} has {have} children and asked for {more} more; a session "
+                f"may start at most {self.max_children} (c.Daemon.max_children)",
+                limit=self.max_children,
+            )
+
+    def _admit(
+        self,
+        prompt: Any,
+        *,
+        parent: SessionRecord | None,
+        model: str | None = None,
+        name: str | None = None,
+        context_blob: str | None = None,
+        context_type: str | None = None,
+        budget: dict[str, Any] | None = None,
+        max_turns: int | None = None,
+        persistent: bool = False,
+        spec: str | None = None,
+    ) -> SessionRecord:
+        """Check a request and build its record (nothing is stored yet)."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise PrimeError("the prompt must be a non-empty string")
         if len(prompt) > self.max_prompt_chars:
@@ -356,16 +457,17 @@ class Daemon(LoggingConfigurable):
             model = model or spec_options.get("model")
             budget = budget if budget is not None else spec_options.get("budget")
             max_turns = max_turns or spec_options.get("max_turns")
-        if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
+        if max_turns is not None and (
+            isinstance(max_turns, bool) or not isinstance(max_turns, int) or not max_turns >= 1
+        ):
             raise PrimeError("max_turns must be a positive integer")
+        if max_turns is not None and max_turns > 10_000:
+            raise PrimeError(f"max_turns must be at most 10000, not {max_turns}")
         if name is not None and not isinstance(name, str):
             raise PrimeError("name must be a string")
-        parent = self.store.get_session(parent_id) if parent_id else None
-        if parent_id and parent is None:
-            raise NotFound(f"no session {parent_id}")
-        depth = parent["depth"] + 1 if parent else 0
-        if parent and parent["kind"] == "notebook":
-            depth = parent["depth"] + 1
+        if name is not None and len(name) > MAX_NAME_CHARS:
+            raise PrimeError(f"the name has {len(name)} characters; at most {MAX_NAME_CHARS}")
+        depth = parent.depth + 1 if parent else 0
         if depth > self.max_depth:
             raise DepthExceeded(
                 f"rlm() depth limit reached: a child here would be at depth {depth}, "
@@ -374,47 +476,55 @@ class Daemon(LoggingConfigurable):
                 max_depth=self.max_depth,
             )
         model = self.resolve_model(model, parent)
-        self.gateway.validate(model)  # before any kernel starts
-        budget = budget_mod.admit(self, parent_id, budget, self.default_budget)
+        self.router.validate(model)  # before any kernel starts
+        budget = self.accounting.admit(parent, budget, self.default_budget)
         session_id = new_id("s")
-        record: dict[str, Any] = {
-            "id": session_id,
-            "name": name or _short(prompt),
-            "prompt": prompt,
-            "model": model,
-            "state": SessionState.ADMITTED.value,
-            "kind": "agent",
-            "parent_id": parent_id,
-            "root_id": parent["root_id"] if parent else session_id,
-            "depth": depth,
-            "created": time.time(),
-            "context_blob": context_blob,
-            "context_type": context_type,
-            "budget": budget,
-            "options": {
-                "max_turns": max_turns or self.max_turns,
-                "persistent": bool(persistent),
-            },
-            "usage": usage_mod.empty(),
+        options: dict[str, Any] = {
+            "max_turns": max_turns or self.max_turns,
+            "persistent": bool(persistent),
         }
         if spec_entry is not None:
-            record["options"].update(spec=spec_entry.id, instructions=spec_entry.content)
-        self.store.insert_session(record)
-        live = self.live[session_id] = LiveSession(record)
-        task_data: dict[str, Any] = {"prompt": prompt, "model": model, "budget": budget}
-        if context_type:
-            task_data["context_type"] = context_type
-        self.record(live, "task", task_data)
-        self.record(live, "state", {"state": SessionState.ADMITTED.value})
+            options.update(spec=spec_entry.id, instructions=spec_entry.content)
+        return SessionRecord(
+            id=session_id,
+            name=name or _short(prompt),
+            prompt=prompt,
+            model=model,
+            state=SessionState.ADMITTED,
+            kind=SessionKind.AGENT,
+            parent_id=parent.id if parent else None,
+            root_id=parent.root_id if parent else session_id,
+            depth=depth,
+            created=time.time(),
+            context_blob=context_blob,
+            context_type=context_type,
+            budget=budget,
+            options=options,
+            usage=usage_mod.empty(),
+        )
+
+    def _launch(self, record: SessionRecord, parent: SessionRecord | None) -> None:
+        self.store.insert_session(record.to_row())
+        self.registry.add(record, self.store.update_session)
+        live = self.new_live(record)
+        task_data: dict[str, Any] = {
+            "prompt": record.prompt,
+            "model": record.model,
+            "budget": record.budget,
+        }
+        if record.context_type:
+            task_data["context_type"] = record.context_type
+        self.emit(live, EventKind.TASK, task_data)
+        self.emit(live, EventKind.STATE, {"state": SessionState.ADMITTED.value})
         if parent is not None:
-            parent_live = self.live.get(parent["id"])
-            child = {"child_id": session_id, "name": record["name"], "prompt": prompt}
-            if parent_live:
-                self.record(parent_live, "child", child)
-            else:
-                self.store.append_event(parent["id"], "child", child)
-        live.task = asyncio.create_task(self._run(live), name=f"session-{session_id}")
-        return self.session_json(session_id)
+            child = {"child_id": record.id, "name": record.name, "prompt": record.prompt}
+            self.event_log.emit(parent, EventKind.CHILD, child)
+        self.start_run(live)
+
+    def start_run(self, live: LiveSession) -> None:
+        live.task = asyncio.get_running_loop().create_task(
+            self._run(live), name=f"session-{live.id}"
+        )
 
     async def notebook_session(self, kernel_id: str) -> LiveSession:
         """The session standing for a user's kernel (a notebook), created on its first call."""
@@ -423,41 +533,47 @@ class Daemon(LoggingConfigurable):
             existing = self.tokens.session_for_kernel(kernel_id)
             if existing and existing in self.live:
                 return self.live[existing]
-            return await self._new_notebook_session(kernel_id)
+            path = await self.kernel_path(kernel_id) if self.kernel_path else None
+            session_id = new_id("n")
+            now = time.time()
+            record = SessionRecord(
+                id=session_id,
+                name=path or f"kernel {kernel_id[:8]}",
+                prompt=f"notebook {path}" if path else f"kernel {kernel_id}",
+                state=SessionState.IDLE,
+                kind=SessionKind.NOTEBOOK,
+                root_id=session_id,
+                created=now,
+                started=now,
+                notebook_path=path,
+                kernel_id=kernel_id,
+                usage=usage_mod.empty(),
+            )
+            self.store.insert_session(record.to_row())
+            self.registry.add(record, self.store.update_session)
+            live = self.new_live(record)
+            self.tokens.bind(kernel_id, session_id)
+            self.emit(live, EventKind.STATE, {"state": SessionState.IDLE.value})
+            return live
 
-    async def _new_notebook_session(self, kernel_id: str) -> LiveSession:
-        path = await self.kernel_path(kernel_id) if self.kernel_path else None
-        session_id = new_id("n")
-        record: dict[str, Any] = {
-            "id": session_id,
-            "name": path or f"kernel {kernel_id[:8]}",
-            "prompt": f"notebook {path}" if path else f"kernel {kernel_id}",
-            "model": None,
-            "state": SessionState.IDLE.value,
-            "kind": "notebook",
-            "parent_id": None,
-            "root_id": session_id,
-            "depth": 0,
-            "notebook_path": path,
-            "kernel_id": kernel_id,
-            "created": time.time(),
-            "started": time.time(),
-            "options": {},
-            "usage": usage_mod.empty(),
-        }
-        self.store.insert_session(record)
-        live = self.live[session_id] = LiveSession(record)
-        self.tokens.bind(kernel_id, session_id)
-        self.record(live, "state", {"state": SessionState.IDLE.value})
-        return live
-
-    async def caller(self, kernel_id: str) -> LiveSession:
+    async def caller(self, token: str | None) -> LiveSession:
+        """The session a kernel's token stands for (Unauthorized for a bad or ended one)."""
+        kernel_id = self.tokens.kernel_for(token)
+        if kernel_id is None:
+            raise Unauthorized(
+                "missing session token" if not token else "unknown or revoked session token"
+            )
         session_id = self.tokens.session_for_kernel(kernel_id)
         if session_id is None:
-            return await self.notebook_session(kernel_id)
-        live = self.live.get(session_id)
-        if live is None:
-            raise Forbidden("this kernel's session is no longer running")
+            live = await self.notebook_session(kernel_id)
+        else:
+            live = self.live.get(session_id)  # type: ignore[assignment]
+            if live is None:
+                raise Unauthorized("this kernel's session is no longer running")
+        if live.state.terminal and live.record.is_agent:
+            # A kernel kept alive after its session ended may still be used by a person,
+            # but it cannot act as the session any more.
+            raise Unauthorized(f"session {live.id} has ended ({live.state.value})")
         return live
 
     # -- running --------------------------------------------------------------------------
@@ -465,34 +581,48 @@ class Daemon(LoggingConfigurable):
         acquired = False
         try:
             await self._started.wait()
+            async with self.passivation.lock(live.id):
+                pass  # a passivation in progress finishes first
             await self.scheduler.acquire(live.id)
             acquired = True
+            await self.recovery.prepare(live)
             if live.runner is None:  # a woken IDLE session still has its kernel
+                if live.state == SessionState.INACTIVE and live.restore_reason is None:
+                    live.restore_reason = (
+                        "Your session was inactive: its kernel was shut down and a new one started."
+                    )
                 await self._attach_kernel(live)
-            self._set_state(live, SessionState.RUNNING)
+                if live.restore_reason is not None:
+                    await self.snapshots.restore(live, live.restore_reason)
+                    live.restore_reason = None
+            self.lifecycle.change(live.record, SessionState.RUNNING)
             loop = self.loop_class(self, live)
-            await loop.run(int(live.record["options"].get("max_turns") or self.max_turns))
-            if live.record["options"].get("persistent"):
-                self._set_state(live, SessionState.IDLE)
+            await loop.run(int(live.record.options.get("max_turns") or self.max_turns))
+            if live.record.options.get("persistent"):
+                self.lifecycle.change(live.record, SessionState.IDLE)
             elif live.answered:
-                self._set_state(live, SessionState.DONE)
+                self.lifecycle.change(live.record, SessionState.DONE)
             else:
-                self._set_state(live, SessionState.FAILED, error="ended without an answer")
+                self._fail(live, "ended without an answer")
         except asyncio.CancelledError:
-            if not live.state.terminal:
-                self._set_state(live, SessionState.CANCELLED, reason="cancelled")
+            if live.cancelling and not live.state.terminal:
+                self.lifecycle.change(live.record, SessionState.CANCELLED, reason="cancelled")
+            elif not live.cancelling:
+                raise  # the daemon is stopping: the session stays resumable
         except TurnLimitReached as e:
-            self._set_state(live, SessionState.FAILED, error=str(e))
+            self._fail(live, str(e))
         except PrimeError as e:
-            self._set_state(live, SessionState.FAILED, error=e.message)
+            self._fail(live, e.message)
         except Exception as e:
             self.log.exception("session %s failed", live.id)
-            self._set_state(live, SessionState.FAILED, error=f"{type(e).__name__}: {e}")
+            self._fail(live, f"{type(e).__name__}: {e}")
         finally:
             if acquired:
                 self.scheduler.release(live.id)
-            if live.state.terminal:
-                self._schedule_kernel_release(live)
+
+    def _fail(self, live: LiveSession, error: str) -> None:
+        if not live.state.terminal:
+            self.lifecycle.change(live.record, SessionState.FAILED, error=error)
 
     async def _attach_kernel(self, live: LiveSession) -> None:
         assert self.pool is not None
@@ -500,9 +630,9 @@ class Daemon(LoggingConfigurable):
         live.runner = runner
         runner.on_foreign_cell = lambda cell: self._on_user_cell(live, cell)
         self.tokens.bind(runner.kernel_id, live.id)
-        live.record["kernel_id"] = runner.kernel_id
-        self.store.update_session(live.id, kernel_id=runner.kernel_id)
-        if live.record.get("context_blob"):
+        live.record.update(kernel_id=runner.kernel_id)
+        self.store.record_kernel(runner.kernel_id, {"session_id": live.id})
+        if live.record.context_blob:
             result = await runner.execute(
                 "import prime_kernel.kernel.primitives as __pk\n"
                 "context = __pk.load_context()\n"
@@ -513,30 +643,52 @@ class Daemon(LoggingConfigurable):
             if result.status != "ok":
                 detail = render(result.outputs, status=result.status, limit=2000, timeout=0)
                 raise PrimeError(f"could not load the context in the child's REPL: {detail}")
-        await self.passivation.restore(live)  # a revived INACTIVE session gets its REPL back
 
-    def _schedule_kernel_release(self, live: LiveSession) -> None:
-        if live.runner is None:
+    def _kernel_started(self, runner: KernelRunner) -> None:
+        km = runner.km
+        self.store.record_kernel(
+            runner.kernel_id, {"pid": runner.pid, "connection_file": km.connection_file}
+        )
+
+    def _ended(self, record: SessionRecord, live: LiveSession | None, _: SessionState) -> None:
+        """A session reached a terminal state: its kernel goes, or is kept for co-working."""
+        if live is None or live.runner is None:
+            self.registry.live.pop(record.id, None)
             return
-        delay = 0.0
-        if live.record["parent_id"] is None or not self.prune_children_kernels:
-            delay = self.keep_root_kernel
-        task = asyncio.create_task(self._release_kernel(live, delay))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        runner = live.runner
+        keep = (record.parent_id is None or not self.prune_children_kernels) and (
+            self.keep_root_kernel > 0 and self.max_kept_kernels > 0 and not runner.busy
+        )
+        if not keep:
+            self.spawn(self.release_kernel(live), f"release-{record.id}")
+            return
+        self._kept[record.id] = self.spawn(
+            self.release_kernel(live, self.keep_root_kernel), f"keep-{record.id}"
+        )
+        while len(self._kept) > self.max_kept_kernels:
+            _evicted, task = self._kept.popitem(last=False)
+            task.cancel()  # its wait ends at once and the kernel is released
 
-    async def _release_kernel(self, live: LiveSession, delay: float = 0.0) -> None:
+    async def release_kernel(self, live: LiveSession, delay: float = 0.0) -> None:
         if delay:
-            await asyncio.sleep(delay)
+            # Cancelled: evicted from the kept kernels (or the daemon stops): release now.
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(delay)
+        self._kept.pop(live.id, None)
         runner, live.runner = live.runner, None
+        if live.state.terminal:
+            self.registry.live.pop(live.id, None)
         if runner is None:
             return
         self.tokens.revoke(runner.kernel_id)
+        self.store.forget_kernel(runner.kernel_id)
         # Shielded: a shutdown cancelled halfway leaves the kernel manager in a state it
         # cannot clean up.
         await asyncio.shield(self._shutdown_kernel(runner))
 
     async def _shutdown_kernel(self, runner: KernelRunner) -> None:
+        if runner.busy:
+            await runner.terminate(grace=1.0)  # a cell that ignores interrupts: stop it hard
         await runner.stop()
         assert self.kernel_manager is not None
         with contextlib.suppress(Exception):
@@ -544,98 +696,187 @@ class Daemon(LoggingConfigurable):
             if asyncio.iscoroutine(result):
                 await result
 
+    def wake(self, live: LiveSession) -> None:
+        """Start another run of an IDLE or INACTIVE agent's loop (a message arrived)."""
+        if not live.record.is_agent or live.state not in (
+            SessionState.IDLE,
+            SessionState.INACTIVE,
+        ):
+            return
+        if live.task is not None and not live.task.done():
+            return  # already woken; the turn to come reads all unread mail
+        # The answer a persistent session gave belongs to the request it answered; whoever
+        # waits on it now waits for the answer to this turn.
+        live.answered = False
+        live.settled.clear()
+        if live.record.answer_blob or live.record.answer_repr is not None:
+            live.record.update(answer_repr=None, answer_blob=None)
+        self.start_run(live)
+
+    def _wake_if_mail(self, record: SessionRecord, live: LiveSession | None, _: Any) -> None:
+        """Mail that came in after the last turn took its news: wake again, once the run that
+        is now settling has finished."""
+        if live is None or not record.is_agent:
+            return
+
+        async def check() -> None:
+            await asyncio.sleep(0)
+            if live.state == SessionState.IDLE and await self.mailbox.has_unread(live):
+                self.wake(live)
+
+        self.spawn(check(), f"mail-{record.id}")
+
+    # -- the LoopHost -----------------------------------------------------------------------
+    def supports_tools(self, model: str) -> bool:
+        return self.router.supports_tools(model)
+
+    def context_notes(self, live: LiveSession) -> str:
+        """Extra system-prompt text for a session (harness notes, memories, skills)."""
+        return self.harness.context(live.record.to_row())
+
+    async def before_turn(self, live: LiveSession) -> None:
+        notes, live.notes = live.notes, []
+        for note in [*notes, *await self.mailbox.for_model(live)]:
+            live.conversation.append({"role": "user", "content": note})
+        self.check_limits(live)
+        await self._compact(live)
+
     def check_limits(self, live: LiveSession) -> None:
         """Called before every model call; raises to stop the session."""
         if live.cancelling:
             raise asyncio.CancelledError()
-        budget_mod.check(self, live)
+        self.accounting.check(live.record)
+
+    async def _compact(self, live: LiveSession) -> None:
+        requested, live.compact_requested = live.compact_requested, False
+        result = await compact_if_needed(
+            self.router,
+            live.record.model or "",
+            live.conversation.messages,
+            compact_at=self.compact_at,
+            keep_recent=self.compact_keep_recent,
+            requested=requested,
+            **self.model_kwargs,
+        )
+        if result is None:
+            return
+        compacted, data = result
+        if compacted.completion is not None:
+            self._account(live, compacted.completion, purpose="compaction")
+        live.conversation.replace(compacted.messages)
+        self.emit(live, EventKind.COMPACTION, data)
+
+    def request_compaction(self, live: LiveSession) -> dict[str, Any]:
+        """`compact()` from a REPL: compact this session before its next model call."""
+        if not live.record.is_agent:
+            raise Forbidden("compact() is for agent sessions; this kernel is not running one")
+        live.compact_requested = True
+        return {"session_id": live.id, "requested": True}
 
     async def model_call(
         self, live: LiveSession, messages: list[dict[str, Any]], tools: bool
     ) -> Completion:
-        from .prompts import PYTHON_TOOL
-
-        completion = await self.gateway.complete(
-            live.record["model"],
+        completion = await self.router.complete(
+            live.record.model or "",
             messages,
             tools=[PYTHON_TOOL] if tools else None,
             **self.model_kwargs,
         )
-        self._account_model_call(live, completion)
-        self.harness.turn_taken(live)
+        self._account(live, completion)
+        self.refiner.turn_taken()
         return completion
 
-    def _account_model_call(self, live: LiveSession, completion: Completion) -> None:
-        u = live.record.setdefault("usage", usage_mod.empty())
-        for k in ("prompt_tokens", "completion_tokens", "cached_tokens", "total_tokens"):
-            u[k] = u.get(k, 0) + completion.usage.get(k, 0)
-        u["cost"] = round(u.get("cost", 0) + completion.cost, 10)
-        u["model_calls"] = u.get("model_calls", 0) + 1
-        self.store.update_session(live.id, usage=self._own_usage(live))
-        self.record(
-            live,
-            "model_call",
-            {
-                "model": live.record["model"],
-                "usage": completion.usage,
-                "cost": completion.cost,
-                "duration": round(completion.duration, 6),
-                "finish_reason": completion.finish_reason,
-            },
-        )
+    def _account(
+        self,
+        live: LiveSession,
+        completion: Completion,
+        purpose: str = "",
+        model: str | None = None,
+    ) -> None:
+        self.accounting.add_completion(live.record, completion.usage, completion.cost)
+        data: dict[str, Any] = {
+            "model": model or live.record.model,
+            "usage": completion.usage,
+            "cost": completion.cost,
+            "duration": round(completion.duration, 6),
+            "finish_reason": completion.finish_reason,
+        }
+        if purpose:
+            data["purpose"] = purpose
+        self.emit(live, EventKind.MODEL_CALL, data)
 
     async def run_cell(self, live: LiveSession, code: str) -> CellResult:
         runner = live.runner
         if runner is None:
             raise PrimeError("the session has no kernel")
         try:
-            result = await runner.execute(code, timeout=self.cell_timeout)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await runner.interrupt()
-            self.record(
-                live,
-                "cell",
-                CellResult(code=code, status="cancelled").to_json("agent"),
+            result = await runner.execute(
+                code,
+                timeout=self.cell_timeout,
+                interrupt_grace=self.interrupt_grace,
+                names=True,
             )
+        except asyncio.CancelledError:
+            # Interrupt what runs; a cell that ignores it is stopped when the kernel goes.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(runner.interrupt())
+            self.emit(live, EventKind.CELL, CellResult(code=code, status="cancelled").to_json())
             raise
-        u = live.record.setdefault("usage", usage_mod.empty())
-        u["cells"] = u.get("cells", 0) + 1
-        u["kernel_time"] = round(u.get("kernel_time", 0) + result.duration, 6)
-        self.store.update_session(live.id, usage=self._own_usage(live))
+        self.accounting.add(live.record, cells=1, kernel_time=result.duration)
         self._scrub(result)
-        self.record(live, "cell", result.to_json("agent"))
+        if result.names is not None:
+            live.repl_names = result.names
+        self.emit(live, EventKind.CELL, result.to_json("agent"))
+        if result.status in ("died", "killed"):
+            await self._replace_kernel(live, result)
+        elif self._snapshot_due(live):
+            await self.snapshots.save(live, "turn")
         return result
 
+    async def _replace_kernel(self, live: LiveSession, result: CellResult) -> None:
+        """The kernel died or would not stop: restart it and restore the REPL, or fail."""
+        runner = live.runner
+        assert runner is not None
+        restarts = int(live.record.options.get("kernel_restarts", 0)) + 1
+        live.record.update(options={**live.record.options, "kernel_restarts": restarts})
+        event = "died" if result.status == "died" else "killed"
+        detail = result.exit or "did not stop after an interrupt"
+        self.emit(live, EventKind.KERNEL, {"event": event, "detail": detail})
+        if restarts > self.max_kernel_restarts:
+            raise PrimeError(
+                f"the session's kernel {event} ({detail}) {restarts} times; the limit is "
+                f"{self.max_kernel_restarts} (c.Daemon.max_kernel_restarts)"
+            )
+        await runner.restart(timeout=self.kernel_start_timeout)
+        self._kernel_started(runner)
+        self.emit(live, EventKind.KERNEL, {"event": "restarted", "detail": "a fresh kernel"})
+        why = (
+            f"Your kernel {'died' if event == 'died' else 'was killed'} ({detail}) and a new "
+            "one was started."
+        )
+        await self.snapshots.restore(live, why)
+
+    def _snapshot_due(self, live: LiveSession) -> bool:
+        """Whether to snapshot at this turn boundary: while snapshots stay a small share of the
+        session's time (`snapshot_overhead`)."""
+        if self.snapshot_overhead <= 0 or not live.record.started:
+            return False
+        since = time.time() - (live.last_snapshot or live.record.started)
+        return live.snapshot_cost <= self.snapshot_overhead * since
+
     def _scrub(self, cell: CellResult) -> None:
-        """Remove live session tokens from a cell before it is stored or shown to a model.
-
-        Agent code can print its own token (or a sibling's it found); the store, the events API
-        and the model provider must never see one.
-        """
-        from ..export.redact import Redactor
-
-        redactor = Redactor(self.tokens.live_tokens())
-        if redactor.count:
-            cell.code = redactor.text(cell.code)
-            cell.outputs = redactor.value(cell.outputs)
+        """Blank out secrets in a cell before it is stored or shown to a model: agent code can
+        print its own token, a key from the environment, or the server's token."""
+        cell.code = self.scrubber.text(cell.code)
+        cell.outputs = self.scrubber.value(cell.outputs)
 
     def _on_user_cell(self, live: LiveSession, cell: CellResult) -> None:
         self._scrub(cell)
-        self.record(live, "cell", cell.to_json("user"))
+        self.emit(live, EventKind.CELL, cell.to_json("user"))
         text = render(cell.outputs, status=cell.status, limit=self.observation_chars, timeout=0)
-        live.news.append(
+        live.notes.append(
             f"[A person ran this in your REPL]\n```python\n{cell.code}\n```\nOutput:\n{text}"
         )
-
-    def take_news(self, live: LiveSession) -> list[str]:
-        self.mailbox.absorb(live)  # unread messages are shown now, and so count as read
-        news, live.news = live.news, []
-        return news
-
-    def context_notes(self, live: LiveSession) -> str:
-        """Extra system-prompt text for a session (harness notes, memories, skills)."""
-        return self.harness.context(live.record)
 
     # -- answers --------------------------------------------------------------------------
     def check_blob_size(self, size: int, what: str) -> None:
@@ -647,68 +888,87 @@ class Daemon(LoggingConfigurable):
                 limit=self.max_blob_bytes,
             )
 
-    def record_answer(self, live: LiveSession, data: bytes | None, text: str, kind: str) -> None:
-        if live.record["kind"] != "agent":
+    def record_answer(self, live: LiveSession, blob: str | None, text: str, kind: str) -> None:
+        if not live.record.is_agent:
             raise Forbidden("answer() is for agent sessions; this kernel is not running one")
-        blob = self.store.put_blob(data) if data is not None else None
         live.answered = True
+        text = self.scrubber.text(text)
         live.record.update(answer_repr=text, answer_blob=blob)
-        self.store.update_session(live.id, answer_repr=text, answer_blob=blob)
-        self.record(live, "answer", {"repr": text, "kind": kind})
+        self.emit(live, EventKind.ANSWER, {"repr": text, "kind": kind})
         if live.state == SessionState.IDLE:
             live.settled.set()
 
     def reply(self, live: LiveSession, text: str) -> None:
         """A turn that ended without code: for a task session the reply is its answer."""
         if not live.answered:
-            self.record_answer(live, pickle.dumps(text), text, "reply")
+            # No blob: the answer is the text itself (`answer_bytes` pickles it on demand).
+            self.record_answer(live, None, text, "reply")
 
-    def answer_bytes(self, session_id: str) -> bytes:
-        record = self._record(session_id)
-        if not record.get("answer_blob") or not self.store.has_blob(record["answer_blob"]):
+    async def answer_bytes(self, session_id: str) -> bytes:
+        record = self.registry.get(session_id)
+        if record.answer_blob is None and record.answer_repr is not None:
+            return pickle.dumps(record.answer_repr)  # a reply: the text is the answer
+        if not record.answer_blob or not self.store.has_blob(record.answer_blob):
             raise NotFound(f"session {session_id} has no answer")
-        return self.store.get_blob(record["answer_blob"])
+        return await self.store.get_blob(record.answer_blob)
 
-    def context_bytes(self, session_id: str) -> bytes:
-        record = self._record(session_id)
-        if not record.get("context_blob") or not self.store.has_blob(record["context_blob"]):
+    async def context_bytes(self, session_id: str) -> bytes:
+        record = self.registry.get(session_id)
+        if not record.context_blob or not self.store.has_blob(record.context_blob):
             raise NotFound(f"session {session_id} has no context")
-        return self.store.get_blob(record["context_blob"])
+        return await self.store.get_blob(record.context_blob)
 
     # -- waiting, cancelling --------------------------------------------------------------
-    async def wait(self, session_id: str, timeout: float | None) -> dict[str, Any]:
+    async def wait(
+        self, session_id: str, timeout: float | None, *, caller: LiveSession | None = None
+    ) -> dict[str, Any]:
+        """Wait until the session settles (or `timeout`); a calling session gives its
+        concurrency slot to others meanwhile."""
+        self.registry.get(session_id)
         live = self.live.get(session_id)
         if live is not None and not live.settled.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(live.settled.wait(), timeout)
+            if caller is not None:
+                self.scheduler.suspend(caller.id)
+            try:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(live.settled.wait(), timeout)
+            finally:
+                if caller is not None:
+                    self.scheduler.resume(caller.id)
         return self.session_json(session_id)
 
     async def cancel(self, session_id: str) -> dict[str, Any]:
         """Cancel a session and its whole subtree; a no-op (that says so) if it has ended."""
-        record = self._record(session_id)
-        targets = [record, *self.store.descendants(session_id)]
+        record = self.registry.get(session_id)
+        targets = [record, *self.registry.descendants(session_id)]
         cancelled = []
         for rec in reversed(targets):  # children first, so none outlives its parent's cancel
-            live = self.live.get(rec["id"])
-            if live is None or live.state.terminal or rec["kind"] == "notebook":
+            if rec.terminal:
                 continue
-            cancelled.append(rec["id"])
+            live = self.live.get(rec.id)
+            if not rec.is_agent:
+                # A notebook session ends when its kernel does; cancelling it means its
+                # children (cancelled above) and nothing more.
+                continue
+            cancelled.append(rec.id)
+            if live is None:
+                self.lifecycle.change(rec, SessionState.CANCELLED, reason="cancelled")
+                continue
             live.cancelling = True
             if live.task and not live.task.done():
                 live.task.cancel()
             else:
-                self._set_state(live, SessionState.CANCELLED, reason="cancelled")
-                self._schedule_kernel_release(live)
-        waits = [self.live[s].task for s in cancelled if self.live[s].task]
+                self.lifecycle.change(rec, SessionState.CANCELLED, reason="cancelled")
+        waits = [self.live[s].task for s in cancelled if s in self.live and self.live[s].task]
         await asyncio.gather(*[t for t in waits if t], return_exceptions=True)
-        ended = SessionState(record["state"]).terminal and record["kind"] != "notebook"
         return {
             "cancelled": cancelled,
-            "already_ended": ended and session_id not in cancelled,
-            "state": self._record(session_id)["state"],
+            "already_ended": record.terminal and session_id not in cancelled,
+            "state": record.state.value,
         }
 
     async def interrupt(self, session_id: str) -> None:
+        self.registry.get(session_id)
         live = self.live.get(session_id)
         if live is None or live.runner is None:
             raise PrimeError(f"session {session_id} has no running kernel to interrupt")
@@ -726,7 +986,7 @@ class Daemon(LoggingConfigurable):
                 "(c.Daemon.max_llm_batch)"
             )
         model = self.resolve_model(model, caller.record)
-        self.gateway.validate(model)
+        self.router.validate(model)
         self.check_limits(caller)
         # A few calls at a time, each checked against the budget first, so a batch cannot
         # spend far past what remains.
@@ -735,105 +995,99 @@ class Daemon(LoggingConfigurable):
         async def one(prompt: str) -> str:
             async with gate:
                 self.check_limits(caller)
-                completion = await self.gateway.text(model, prompt, **self.model_kwargs)
-                self._account_model_call(caller, completion)
+                completion = await self.router.text(model, prompt, **self.model_kwargs)
+                self._account(caller, completion, purpose="llm", model=model)
             return str(completion.message.get("content") or "")
 
         return list(await asyncio.gather(*(one(p) for p in prompts)))
 
     # -- reading --------------------------------------------------------------------------
-    def _record(self, session_id: str) -> dict[str, Any]:
-        live = self.live.get(session_id)
-        if live is not None:
-            return live.record
-        record = self.store.get_session(session_id)
-        if record is None:
-            raise NotFound(f"no session {session_id}")
-        return record
-
     def session_json(self, session_id: str) -> dict[str, Any]:
-        record = self._record(session_id)
-        descendants = self.store.descendants(session_id)
-        subtree = usage_mod.summed([self._usage_of(r) for r in (record, *descendants)])
-        children = [d["id"] for d in descendants if d["parent_id"] == record["id"]]
-        return self._to_json(record, subtree, children)
-
-    def _usage_of(self, record: dict[str, Any]) -> dict[str, Any]:
-        live = self.live.get(record["id"])
-        return self._own_usage(live) if live else dict(record.get("usage") or {})
+        record = self.registry.get(session_id)
+        return self._to_json(
+            record,
+            self.accounting.subtree(session_id),
+            [c.id for c in self.registry.children(session_id)],
+        )
 
     def _to_json(
-        self, record: dict[str, Any], subtree: dict[str, float], children: list[str]
+        self,
+        record: SessionRecord,
+        subtree: dict[str, float],
+        children: list[str],
+        *,
+        brief: bool = False,
     ) -> dict[str, Any]:
-        out = {
-            k: record.get(k)
-            for k in (
-                "id",
-                "name",
-                "prompt",
-                "model",
-                "state",
-                "kind",
-                "parent_id",
-                "root_id",
-                "depth",
-                "notebook_path",
-                "kernel_id",
-                "created",
-                "started",
-                "ended",
-                "error",
-                "answer_repr",
-                "context_type",
-                "budget",
-            )
-        }
-        out["has_answer"] = bool(record.get("answer_blob"))
+        out = record.to_row()
+        for private in ("answer_blob", "context_blob", "usage"):
+            out.pop(private)
+        if brief and len(record.prompt) > 500:
+            out["prompt"] = record.prompt[:500] + "…"
+        out["has_answer"] = bool(record.answer_blob or record.answer_repr is not None)
         # Whether the session's kernel is still up (a person can attach a console to it).
-        live = self.live.get(record["id"])
+        live = self.live.get(record.id)
         out["kernel_alive"] = bool(live and live.runner is not None)
-        out["options"] = record.get("options") or {}
-        out["usage"] = {"own": usage_mod.summed([self._usage_of(record)]), "subtree": subtree}
+        out["usage"] = {"own": self.accounting.own(record), "subtree": subtree}
         out["children"] = children
         return out
 
-    def list_sessions(self, **filters: Any) -> list[dict[str, Any]]:
-        """Records matching `filters`, each with its subtree's usage: one read of the store,
-        and each subtree summed once (the panel asks for this on every push event)."""
-        everything = self.store.list_sessions()
-        wanted = self.store.list_sessions(**filters) if any(filters.values()) else everything
-        children: dict[str | None, list[dict[str, Any]]] = {}
-        for r in reversed(everything):  # oldest first, like session_json's children
-            children.setdefault(r["parent_id"], []).append(r)
+    def list_sessions(
+        self,
+        *,
+        states: list[str] | None = None,
+        root_id: str | None = None,
+        parent_id: str | None = None,
+        limit: int | None = None,
+        changed_after: int | None = None,
+    ) -> dict[str, Any]:
+        """Records matching the filters (newest first), each with its subtree's usage summed
+        once; `changed_after` (a `cursor` of an earlier list) keeps only what changed since."""
+        rows = self.registry.select(
+            states=states, root_id=root_id, parent_id=parent_id, changed_after=changed_after
+        )
+        if limit:
+            rows = rows[:limit]
         totals: dict[str, dict[str, float]] = {}
 
-        def subtree(r: dict[str, Any]) -> dict[str, float]:
-            if r["id"] not in totals:
-                parts = [self._usage_of(r), *(subtree(c) for c in children.get(r["id"], []))]
-                totals[r["id"]] = usage_mod.summed(parts)
-            return totals[r["id"]]
+        def subtree(r: SessionRecord) -> dict[str, float]:
+            if r.id not in totals:
+                kids = self.registry.children(r.id)
+                parts = [self.accounting.own(r), *(subtree(c) for c in kids)]
+                totals[r.id] = usage_mod.summed(parts)
+            return totals[r.id]
 
-        return [
-            self._to_json(
-                self.live[r["id"]].record if r["id"] in self.live else r,
-                subtree(r),
-                [c["id"] for c in children.get(r["id"], [])],
-            )
-            for r in wanted
+        sessions = [
+            self._to_json(r, subtree(r), [c.id for c in self.registry.children(r.id)], brief=True)
+            for r in rows
         ]
+        return {"sessions": sessions, "cursor": self.registry.version, "epoch": self.epoch}
 
-    def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
-        self._record(session_id)
-        return self.store.events(session_id, after=after)
+    async def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
+        self.registry.get(session_id)
+        return await self.store.events(session_id, after=after)
+
+    def descendant_ids(self, session_id: str) -> list[str]:
+        return [r.id for r in self.registry.descendants(session_id)]
 
     def can_reach(self, caller: LiveSession, target_id: str) -> bool:
         """Whether `caller` may observe or control `target_id`: its own descendants."""
-        record = self.store.get_session(target_id)
-        while record is not None and record.get("parent_id"):
-            if record["parent_id"] == caller.id:
-                return True
-            record = self.store.get_session(record["parent_id"])
-        return False
+        return self.registry.is_below(target_id, caller.id)
+
+    def own_tree(self, caller: LiveSession, session_id: object) -> str:
+        """`session_id` (default: the caller) if it is the caller or one of its descendants."""
+        session_id = session_id or caller.id
+        if not isinstance(session_id, str):
+            raise PrimeError("'session_id' must be a string")
+        if session_id != caller.id and not self.can_reach(caller, session_id):
+            self.registry.get(session_id)  # a clear 404 for ids that do not exist
+            raise Forbidden(f"session {session_id} is not {caller.id} or one of its descendants")
+        return session_id
+
+    def descendant_of(self, caller: LiveSession, session_id: str) -> None:
+        """Refuse (404 for unknown ids, else 403) unless `session_id` is below the caller."""
+        if not self.can_reach(caller, session_id):
+            self.registry.get(session_id)
+            raise Forbidden(f"session {session_id} is not a descendant of session {caller.id}")
 
 
 def _short(prompt: str, words: int = 8) -> str:

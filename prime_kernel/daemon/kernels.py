@@ -8,9 +8,11 @@ to `on_foreign_cell`, which is how co-working shows up in the agent's trajectory
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import logging
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,15 +24,25 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 log = logging.getLogger(__name__)
 
 
+# Most REPL names a cell event keeps (to say what a restore lost).
+MAX_NAMES = 200
+
+
 @dataclass
 class CellResult:
     code: str
     outputs: list[dict[str, Any]] = field(default_factory=list)
-    status: str = "ok"  # ok | error | timeout | aborted
+    # ok | error | timeout (interrupted) | aborted | cancelled | died (the kernel exited)
+    # | killed (an interrupt did not stop it: the kernel was killed)
+    status: str = "ok"
     execution_count: int | None = None
     duration: float = 0.0
     stored_bytes: int = 0
     dropped_bytes: int = 0
+    # How the kernel ended, when status is died or killed ("exit code 1", "signal SIGKILL").
+    exit: str | None = None
+    # The REPL's names after the cell (when asked for), to say later what a restore lost.
+    names: list[str] | None = None
 
     def to_json(self, source: str = "agent") -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -45,6 +57,10 @@ class CellResult:
             data["truncated_note"] = (
                 f"{self.dropped_bytes} bytes of output were not stored (cap per cell reached)"
             )
+        if self.exit:
+            data["exit"] = self.exit
+        if self.names is not None:
+            data["names"] = self.names[:MAX_NAMES]
         return data
 
 
@@ -121,7 +137,27 @@ class _Collector:
         return text[:keep]
 
 
+# Asked of the kernel after every agent cell (in the same execute request, so no extra round
+# trip): the names in its namespace, to say later what a restore from a snapshot lost.
+NAMES_EXPRESSION = "__import__('prime_kernel.kernel.snapshot', fromlist=['names']).names()"
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "the kernel process is gone"
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
 class KernelRunner:
+    """One kernel, driven as a Jupyter client: execute with a timeout, death noticed within
+    `poll_interval` seconds (the kernel's process is watched, not the cell's clock), and an
+    escalation for cells an interrupt cannot stop."""
+
     def __init__(
         self,
         kernel_manager: AsyncMultiKernelManager,
@@ -129,23 +165,43 @@ class KernelRunner:
         *,
         max_output_bytes: int = 10_000_000,
         on_foreign_cell: Callable[[CellResult], None] | None = None,
+        poll_interval: float = 0.5,
     ) -> None:
         self.kernel_manager = kernel_manager
         self.kernel_id = kernel_id
         self.max_output_bytes = max_output_bytes
         self.on_foreign_cell = on_foreign_cell
-        # get_kernel() is annotated with the blocking KernelManager; an async multi-kernel
-        # manager's kernels are AsyncKernelManagers, whose client() is an AsyncKernelClient.
-        km = cast(AsyncKernelManager, kernel_manager.get_kernel(kernel_id))
-        self.client = km.client()
+        self.poll_interval = poll_interval
+        self.client = self.km.client()
         self._pending: dict[str, _Collector] = {}
         self._foreign: dict[str, _Collector] = {}
         self._pump: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
+    @property
+    def km(self) -> AsyncKernelManager:
+        # get_kernel() is annotated with the blocking KernelManager; an async multi-kernel
+        # manager's kernels are AsyncKernelManagers, whose client() is an AsyncKernelClient.
+        return cast(AsyncKernelManager, self.kernel_manager.get_kernel(self.kernel_id))
+
+    @property
+    def busy(self) -> bool:
+        """Whether one of our cells is running (or was given up on and never finished)."""
+        return self._lock.locked()
+
+    @property
+    def pid(self) -> int | None:
+        provisioner = self.km.provisioner
+        return getattr(provisioner, "pid", None) if provisioner is not None else None
+
     async def start(self, timeout: float = 60) -> None:
-        # No heartbeat channel: the kernel manager already watches the process, and the
-        # heartbeat poller blocks the event loop for seconds at a time.
+        # The daemon watches its kernels itself and decides what a death means for the session
+        # (told to the model, REPL restored); the manager's silent auto-restart must not run.
+        km = self.km
+        km.autorestart = False
+        km.stop_restarter()
+        # No heartbeat channel: the kernel's process is watched instead, and the heartbeat
+        # poller blocks the event loop for seconds at a time.
         self.client.start_channels(hb=False)
         await self.client.wait_for_ready(timeout=timeout)
         self._pump = asyncio.create_task(self._pump_iopub(), name=f"iopub-{self.kernel_id}")
@@ -155,7 +211,15 @@ class KernelRunner:
             self._pump.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._pump
+            self._pump = None
         self.client.stop_channels()
+
+    async def exit_code(self) -> int | None:
+        """None while the kernel's process runs; its exit code (negative: signal) once it died."""
+        provisioner = self.km.provisioner
+        if provisioner is None:
+            return 0
+        return await provisioner.poll()
 
     async def _pump_iopub(self) -> None:
         session_id = self.client.session.session
@@ -195,25 +259,44 @@ class KernelRunner:
                 self.on_foreign_cell(result)
 
     async def execute(
-        self, code: str, *, timeout: float | None = None, silent: bool = False
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        silent: bool = False,
+        interrupt_grace: float = 5.0,
+        names: bool = False,
     ) -> CellResult:
-        """Run `code` and wait for it; past `timeout` the kernel is interrupted."""
+        """Run `code` and wait for it.
+
+        Past `timeout` the kernel is interrupted; if the cell has not stopped `interrupt_grace`
+        seconds later its status is `killed` and the caller must replace the kernel
+        (`restart`). A kernel whose process exits meanwhile gives status `died`.
+        """
         async with self._lock:
             result = CellResult(code=code)
             collector = _Collector(result, self.max_output_bytes)
             start = time.monotonic()
+            expressions = {"names": NAMES_EXPRESSION} if names else {}
             msg_id = self.client.execute(
-                code, silent=silent, store_history=not silent, allow_stdin=False
+                code,
+                silent=silent,
+                store_history=not silent,
+                allow_stdin=False,
+                user_expressions=expressions,
             )
             self._pending[msg_id] = collector
             try:
-                reply = await self._wait_reply(msg_id, timeout)
-                if reply is None:
+                reply = await self._wait_reply(msg_id, timeout, result)
+                if reply is None and result.status == "ok":
                     result.status = "timeout"
                     await self.interrupt()
-                    reply = await self._wait_reply(msg_id, 10)
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(collector.idle.wait(), 5)
+                    reply = await self._wait_reply(msg_id, interrupt_grace, result)
+                    if reply is None and result.status == "timeout":
+                        result.status = "killed"
+                if reply is not None:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(collector.idle.wait(), 5)
             finally:
                 self._pending.pop(msg_id, None)
             if reply is not None:
@@ -224,19 +307,29 @@ class KernelRunner:
                     result.status = "error"
                 if content.get("status") == "aborted":
                     result.status = "aborted"
+                result.names = _names(content.get("user_expressions") or {})
             result.duration = time.monotonic() - start
             return result
 
-    async def _wait_reply(self, msg_id: str, timeout: float | None) -> dict[str, Any] | None:
+    async def _wait_reply(
+        self, msg_id: str, timeout: float | None, result: CellResult
+    ) -> dict[str, Any] | None:
+        """The shell reply to `msg_id`; None on timeout or if the kernel died (status `died`)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return None
+            wait = self.poll_interval if remaining is None else min(remaining, self.poll_interval)
             try:
-                reply = await self.client.get_shell_msg(timeout=remaining)
-            except Exception:  # queue.Empty on timeout
-                if deadline is not None and time.monotonic() >= deadline:
+                reply = await self.client.get_shell_msg(timeout=wait)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # queue.Empty: nothing yet; is the kernel still there?
+                code = await self.exit_code()
+                if code is not None:
+                    result.status = "died"
+                    result.exit = describe_exit(code)
                     return None
                 continue
             if (reply.get("parent_header") or {}).get("msg_id") == msg_id:
@@ -248,6 +341,40 @@ class KernelRunner:
         await _maybe_await(
             self.kernel_manager.interrupt_kernel(self.kernel_id)  # type: ignore[func-returns-value]
         )
+
+    async def terminate(self, grace: float = 2.0) -> None:
+        """Stop whatever the kernel is doing the hard way: SIGTERM, then SIGKILL after `grace`."""
+        if await self.exit_code() is None:
+            with contextlib.suppress(Exception):
+                await self.km.signal_kernel(signal.SIGTERM)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and await self.exit_code() is None:
+                await asyncio.sleep(0.05)
+        if await self.exit_code() is None:
+            with contextlib.suppress(Exception):
+                await self.km.signal_kernel(signal.SIGKILL)
+
+    async def restart(self, timeout: float = 60, grace: float = 2.0) -> None:
+        """Replace a dead or wedged kernel by a fresh one under the same kernel id (a console a
+        person attached stays attached); its REPL is empty."""
+        await self.terminate(grace)
+        await self.stop()
+        await _maybe_await(self.kernel_manager.restart_kernel(self.kernel_id, now=True))
+        self.client = self.km.client()
+        self._pending.clear()
+        self._foreign.clear()
+        await self.start(timeout)
+
+
+def _names(expressions: dict[str, Any]) -> list[str] | None:
+    found = expressions.get("names") or {}
+    if found.get("status") != "ok":
+        return None
+    with contextlib.suppress(ValueError, SyntaxError, KeyError, TypeError):
+        value = ast.literal_eval(found["data"]["text/plain"])
+        if isinstance(value, list):
+            return [str(v) for v in value]
+    return None
 
 
 class KernelPool:
@@ -270,12 +397,16 @@ class KernelPool:
         self._closed = False
         self.runner_kwargs: dict[str, Any] = {}
         self.start_timeout = 120.0
+        # Told of every kernel started (the daemon records its pid and connection file).
+        self.on_start: Callable[[KernelRunner], None] | None = None
 
     async def start_kernel(self) -> KernelRunner:
         kernel_id = await _maybe_await(
             self.kernel_manager.start_kernel(kernel_name=self.kernel_name, **self.start_kwargs())
         )
         runner = KernelRunner(self.kernel_manager, kernel_id, **self.runner_kwargs)
+        if self.on_start is not None:
+            self.on_start(runner)
         try:
             await runner.start(timeout=self.start_timeout)
         except BaseException:

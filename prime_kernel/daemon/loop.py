@@ -4,26 +4,53 @@ One tool, `python(code)`. Models litellm says cannot call tools get the fenced-c
 instead: every ```python block in the reply runs. A session ends when its REPL calls
 `answer(value)`; a reply without code ends a turn (the reply is the answer of a task session);
 `max_turns` ends runaway loops.
+
+The loop is given a `LoopHost` (the daemon) for everything outside the conversation — model
+calls, cells, events, limits — and never imports the daemon.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .compaction import compact_if_needed
+from ..models.router import Completion
+from ..protocol.events import EventKind
+from .kernels import CellResult
 from .observation import render
 from .prompts import FENCED_EXAMPLE, system_prompt, task_message
-
-if TYPE_CHECKING:
-    from .daemon import Daemon, LiveSession
+from .session import LiveSession
 
 _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 class TurnLimitReached(Exception):
     pass
+
+
+class LoopHost(Protocol):
+    """What the loop needs of the daemon."""
+
+    observation_chars: int
+    cell_timeout: float
+
+    def supports_tools(self, model: str) -> bool: ...
+
+    def context_notes(self, live: LiveSession) -> str: ...
+
+    async def before_turn(self, live: LiveSession) -> None:
+        """Show the model what happened since its last turn, check limits, compact."""
+
+    async def model_call(
+        self, live: LiveSession, messages: list[dict[str, Any]], tools: bool
+    ) -> Completion: ...
+
+    async def run_cell(self, live: LiveSession, code: str) -> CellResult: ...
+
+    def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]: ...
+
+    def reply(self, live: LiveSession, text: str) -> None: ...
 
 
 def fenced_blocks(text: str) -> list[str]:
@@ -33,41 +60,41 @@ def fenced_blocks(text: str) -> list[str]:
 class AgentLoop:
     """Runs one session's turns. Subclass and set `Daemon.loop_class` to change the policy."""
 
-    def __init__(self, daemon: Daemon, live: LiveSession) -> None:
-        self.daemon = daemon
+    def __init__(self, host: LoopHost, live: LiveSession) -> None:
+        self.host = host
         self.live = live
-        self.model: str = live.record["model"]
-        self.tools = daemon.gateway.supports_tools(self.model)
-        self.messages: list[dict[str, Any]] = live.messages
+        self.model: str = live.record.model or ""
+        self.tools = host.supports_tools(self.model)
 
     def start_messages(self) -> None:
         record = self.live.record
-        extra = self.daemon.context_notes(self.live)
-        self.messages[:] = [
-            {"role": "system", "content": system_prompt(tools=self.tools, extra=extra)},
-            *([] if self.tools else [dict(m) for m in FENCED_EXAMPLE]),
-            {
-                "role": "user",
-                "content": task_message(
-                    record["prompt"], context_type=record.get("context_type"), depth=record["depth"]
-                ),
-            },
-        ]
+        extra = self.host.context_notes(self.live)
+        self.live.conversation.replace(
+            [
+                {"role": "system", "content": system_prompt(tools=self.tools, extra=extra)},
+                *([] if self.tools else [dict(m) for m in FENCED_EXAMPLE]),
+                {
+                    "role": "user",
+                    "content": task_message(
+                        record.prompt, context_type=record.context_type, depth=record.depth
+                    ),
+                },
+            ]
+        )
 
     async def run(self, max_turns: int) -> None:
         """Take turns until an answer, a reply, or the turn limit."""
-        if not self.messages:
+        conversation = self.live.conversation
+        if not len(conversation):
             self.start_messages()
         for _ in range(max_turns):
-            self.absorb_news()
-            self.daemon.check_limits(self.live)
-            await compact_if_needed(self.daemon, self.live, self.messages)
-            completion = await self.daemon.model_call(self.live, self.messages, self.tools)
+            await self.host.before_turn(self.live)
+            completion = await self.host.model_call(self.live, conversation.messages, self.tools)
             message = completion.message
-            self.messages.append(message)
-            self.daemon.record(
+            conversation.append(message)
+            self.host.emit(
                 self.live,
-                "assistant",
+                EventKind.ASSISTANT,
                 {"content": message.get("content") or "", "tool_calls": message.get("tool_calls")},
             )
             self.live.turns += 1
@@ -75,26 +102,19 @@ class AgentLoop:
             if self.live.answered:
                 return
             if not ran:
-                self.daemon.reply(self.live, message.get("content") or "")
+                self.host.reply(self.live, message.get("content") or "")
                 return
         raise TurnLimitReached(f"the turn limit ({max_turns}) was reached without an answer")
 
-    def absorb_news(self) -> None:
-        """Show the model what happened since its last turn: a person's cells, messages."""
-        for note in self.daemon.take_news(self.live):
-            self.messages.append({"role": "user", "content": note})
-
     async def run_code(self, message: dict[str, Any]) -> bool:
+        conversation = self.live.conversation
         calls = message.get("tool_calls") or []
         if calls:
             for call in calls:
                 fn = call.get("function") or {}
                 code, error = _code_argument(fn)
-                if error:
-                    text = error
-                else:
-                    text = await self.execute(code)
-                self.messages.append(
+                text = error if error else await self.execute(code)
+                conversation.append(
                     {"role": "tool", "tool_call_id": call.get("id"), "content": text}
                 )
                 if self.live.answered:
@@ -108,21 +128,22 @@ class AgentLoop:
             texts.append(await self.execute(code))
             if self.live.answered:
                 break
-        self.messages.append(
+        conversation.append(
             {"role": "user", "content": "Output of your code:\n" + "\n---\n".join(texts)}
         )
         return True
 
     async def execute(self, code: str) -> str:
-        daemon = self.daemon
-        result = await daemon.run_cell(self.live, code)
+        host = self.host
+        result = await host.run_cell(self.live, code)
         text = render(
             result.outputs,
             status=result.status,
-            limit=daemon.observation_chars,
-            timeout=daemon.cell_timeout,
+            limit=host.observation_chars,
+            timeout=host.cell_timeout,
+            exit=result.exit,
         )
-        daemon.record(self.live, "observation", {"text": text})
+        host.emit(self.live, EventKind.OBSERVATION, {"text": text})
         return text
 
 

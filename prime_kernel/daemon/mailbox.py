@@ -4,9 +4,10 @@ Reach: an agent sends to its parent, its siblings and its own children; a person
 to any session. The sender is always the caller the daemon resolved from the token (or
 "user" for a person), never anything the message says about itself.
 
-Delivery: a message is written to the store first. It is read either by `recv()` in the
-recipient's REPL or, at the recipient's next turn, by being shown to its model — whichever
-comes first. A message to an IDLE or INACTIVE agent wakes it for a new turn.
+Delivery: a message is written to the store first. It has two readers, each of which gets it
+once and independently of the other: the session's model (shown at its next turn) and `recv()`
+in its REPL — so code waiting in `recv()` is not starved by the model having seen a message,
+and the reverse. A message to an IDLE or INACTIVE agent wakes it for a new turn.
 """
 
 from __future__ import annotations
@@ -15,61 +16,107 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from .errors import Conflict, Forbidden, MailboxFull, NotFound, PrimeError, RateLimited, TooLarge
-from .states import SessionState
-from .store import new_id
-
-if TYPE_CHECKING:
-    from .daemon import Daemon, LiveSession
+from ..protocol.errors import (
+    Conflict,
+    Forbidden,
+    MailboxFull,
+    NotFound,
+    PrimeError,
+    RateLimited,
+    TooLarge,
+)
+from ..protocol.events import EventKind
+from ..protocol.states import SessionState
+from ..util.files import new_id
+from .events import EventLog
+from .records import SessionRecord
+from .registry import SessionRegistry
+from .scheduler import Scheduler
+from .session import LiveSession
+from .store import Store
 
 USER = "user"
 GROUPS = {"parent": "parent", "children": "child", "siblings": "sibling"}
 _TO_HELP = "a handle, a session id, a name, or one of 'parent', 'children', 'siblings'"
 
 
+class Limits:
+    """The mailbox limits (read from the daemon's config each time, so they stay live)."""
+
+    def __init__(self, config: Any) -> None:
+        self._config = config
+
+    @property
+    def max_bytes(self) -> int:
+        return int(self._config.message_max_bytes)
+
+    @property
+    def max_pending(self) -> int:
+        return int(self._config.max_pending_messages)
+
+    @property
+    def rate(self) -> int:
+        return int(self._config.message_rate_limit)
+
+    @property
+    def window(self) -> float:
+        return float(self._config.message_rate_window)
+
+
 class Mailbox:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        store: Store,
+        events: EventLog,
+        scheduler: Scheduler,
+        limits: Limits,
+        wake: Callable[[LiveSession], None],
+    ) -> None:
+        self.registry = registry
+        self.store = store
+        self.events = events
+        self.scheduler = scheduler
+        self.limits = limits
+        self.wake = wake
         self._sent: dict[str, deque[float]] = {}  # sender -> times of its recent messages
         self._arrived: dict[str, asyncio.Event] = {}  # recipient -> set when mail arrives
         self._waiting: dict[str, int] = {}  # recipient -> recv() calls blocked now
 
     # -- reach ------------------------------------------------------------------------------
-    def reachable(self, caller: LiveSession) -> list[tuple[str, dict[str, Any]]]:
+    def reachable(self, caller: LiveSession) -> list[tuple[str, SessionRecord]]:
         """(relation, record) for the caller's parent, siblings and children, oldest first."""
-        daemon = self.daemon
-        out: list[tuple[str, dict[str, Any]]] = []
-        parent_id = caller.record.get("parent_id")
+        registry = self.registry
+        out: list[tuple[str, SessionRecord]] = []
+        parent_id = caller.record.parent_id
         if parent_id:
-            out.append(("parent", daemon._record(parent_id)))
-            for sib in reversed(daemon.store.list_sessions(parent_id=parent_id)):
-                if sib["id"] != caller.id:
-                    out.append(("sibling", daemon._record(sib["id"])))
-        for child in reversed(daemon.store.list_sessions(parent_id=caller.id)):
-            out.append(("child", daemon._record(child["id"])))
+            out.append(("parent", registry.get(parent_id)))
+            out += [("sibling", r) for r in registry.children(parent_id) if r.id != caller.id]
+        out += [("child", r) for r in registry.children(caller.id)]
         return out
 
     def agents(self, caller: LiveSession) -> list[dict[str, Any]]:
         return [
             {
                 "relation": relation,
-                "id": r["id"],
-                "name": r.get("name"),
-                "depth": r.get("depth"),
-                "state": r.get("state"),
-                "kind": r.get("kind"),
+                "id": r.id,
+                "name": r.name,
+                "depth": r.depth,
+                "state": r.state.value,
+                "kind": r.kind.value,
             }
             for relation, r in self.reachable(caller)
         ]
 
-    def resolve(self, caller: LiveSession | None, to: Any) -> list[dict[str, Any]]:
+    def resolve(self, caller: LiveSession | None, to: Any) -> list[SessionRecord]:
         """The records `to` names, as seen from `caller` (None: a person, who reaches all)."""
         if not isinstance(to, str) or not to.strip():
-            raise PrimeError(f"'to' must be {_TO_HELP}; got {to!r}")
+            raise PrimeError(f"'to' must be {_TO_HELP}; got {to!r:.80}")
         if caller is None:
-            return [self.daemon._record(to)]
+            return [self.registry.get(to)]
         reach = self.reachable(caller)
         if to in GROUPS:
             targets = [r for rel, r in reach if rel == GROUPS[to]]
@@ -77,82 +124,86 @@ class Mailbox:
                 what = "no parent (it is a root session)" if to == "parent" else f"no {to}"
                 raise NotFound(f"session {caller.id} has {what}")
             return targets
-        by_id = [r for _, r in reach if r["id"] == to]
+        by_id = [r for _, r in reach if r.id == to]
         if by_id:
             return by_id
-        if to == caller.id or self.daemon.store.get_session(to) is not None:
+        if to == caller.id or self.registry.find(to) is not None:
             raise Forbidden(
                 f"session {to} is out of reach of session {caller.id}: an agent can message "
                 "only its parent, its siblings and its own children (see agents())"
             )
-        by_name = [r for _, r in reach if r.get("name") == to]
+        by_name = [r for _, r in reach if r.name == to]
         if len(by_name) > 1:
-            ids = ", ".join(r["id"] for r in by_name)
+            ids = ", ".join(r.id for r in by_name)
             raise PrimeError(
                 f"{len(by_name)} reachable sessions are called {to!r} ({ids}): use an id"
             )
         if not by_name:
             raise NotFound(
-                f"no session {to!r}: it is neither a session id nor the name of a session "
+                f"no session {to!r:.80}: it is neither a session id nor the name of a session "
                 f"within reach of {caller.id} (see agents())"
             )
         return by_name
 
     # -- sending ----------------------------------------------------------------------------
-    def send(self, caller: LiveSession | None, to: Any, message: Any) -> list[dict[str, Any]]:
+    async def send(
+        self, caller: LiveSession | None, to: Any, message: Any, *, sender: str | None = None
+    ) -> list[dict[str, Any]]:
         """Store a message for each target and wake whoever needs waking; returns receipts.
 
         Every check runs before anything is stored, so a refused send changes nothing.
+        `sender` names a sender that is not a session (a person: "user"; a schedule).
         """
-        daemon = self.daemon
+        limits = self.limits
         if not isinstance(message, str) or not message:
             raise PrimeError(f"the message must be a non-empty string, not {message!r:.80}")
-        size = len(message.encode())
-        if size > daemon.message_max_bytes:
+        try:
+            size = len(message.encode())
+        except UnicodeEncodeError:
+            raise PrimeError(
+                "the message is not valid Unicode (it holds a lone surrogate such as \\ud800)"
+            ) from None
+        if size > limits.max_bytes:
             raise TooLarge(
-                f"the message is {size} bytes; the limit is {daemon.message_max_bytes} "
+                f"the message is {size} bytes; the limit is {limits.max_bytes} "
                 "(Daemon.message_max_bytes): send a file name or a summary instead",
                 size=size,
-                limit=daemon.message_max_bytes,
+                limit=limits.max_bytes,
             )
         targets = self.resolve(caller, to)
-        live_targets = [daemon.live[r["id"]] for r in targets if self._open(r)]
+        live_targets = [self.registry.live[r.id] for r in targets if self._open(r)]
         if not live_targets:
             r = targets[0]
             raise Conflict(
-                f"session {r['id']} has ended ({r['state']}); it receives no more messages"
-                if SessionState(r["state"]).terminal
-                else f"session {r['id']} is not running in this daemon"
+                f"session {r.id} has ended ({r.state.value}); it receives no more messages"
+                if r.terminal
+                else f"session {r.id} is not running in this daemon"
             )
-        sender_key = caller.id if caller is not None else USER
+        sender_key = caller.id if caller is not None else (sender or USER)
         self._check_rate(sender_key, len(live_targets))
         for target in live_targets:
-            pending = len(daemon.store.pending_messages(target.id, daemon.max_pending_messages))
-            if pending >= daemon.max_pending_messages:
+            pending = len(await self.store.unread(target.id, _reader(target), limits.max_pending))
+            if pending >= limits.max_pending:
                 raise MailboxFull(
                     f"session {target.id} already has {pending} unread messages, the limit "
                     "(Daemon.max_pending_messages); wait until it reads them",
-                    limit=daemon.max_pending_messages,
+                    limit=limits.max_pending,
                 )
-        times = self._sent.setdefault(sender_key, deque())
-        now = time.monotonic()
-        times.extend([now] * len(live_targets))
-        return [self._deliver(caller, target, message) for target in live_targets]
+        self._sent.setdefault(sender_key, deque()).extend([time.monotonic()] * len(live_targets))
+        return [self._deliver(caller, sender or USER, target, message) for target in live_targets]
 
-    def _open(self, record: dict[str, Any]) -> bool:
-        live = self.daemon.live.get(record["id"])
-        return live is not None and not live.state.terminal
+    def _open(self, record: SessionRecord) -> bool:
+        return record.id in self.registry.live and not record.terminal
 
     def _check_rate(self, sender: str, count: int) -> None:
-        daemon = self.daemon
-        window, limit = daemon.message_rate_window, daemon.message_rate_limit
+        window, limit = self.limits.window, self.limits.rate
         times = self._sent.setdefault(sender, deque())
         now = time.monotonic()
         while times and now - times[0] > window:
             times.popleft()
         if len(times) + count > limit:
             retry = window - (now - times[0]) if times else window
-            who = "the user" if sender == USER else f"session {sender}"
+            who = f"session {sender}" if sender in self.registry.live else f"the {sender}"
             raise RateLimited(
                 f"{who} sent {len(times)} messages in the last {window:g} s and the limit is "
                 f"{limit} (Daemon.message_rate_limit); retry in {retry:.1f} s",
@@ -160,31 +211,32 @@ class Mailbox:
             )
 
     def _deliver(
-        self, caller: LiveSession | None, target: LiveSession, text: str
+        self, caller: LiveSession | None, sender: str, target: LiveSession, text: str
     ) -> dict[str, Any]:
-        daemon = self.daemon
         message_id = new_id("m")
-        sender = USER if caller is None else str(caller.record.get("name") or caller.id)
-        daemon.store.put_message(
+        name = sender if caller is None else (caller.record.name or caller.id)
+        self.store.put_message(
             {
                 "id": message_id,
                 "to_id": target.id,
                 "from_id": caller.id if caller is not None else None,
-                "sender": sender,
+                "sender": name,
                 "message": text,
                 "ts": time.time(),
             }
         )
         if caller is not None:
-            daemon.record(
-                caller, "mail_out", {"to": target.id, "message": text, "message_id": message_id}
+            self.events.emit(
+                caller.record,
+                EventKind.MAIL_OUT,
+                {"to": target.id, "message": text, "message_id": message_id},
             )
-        daemon.record(
-            target,
-            "mail_in",
+        self.events.emit(
+            target.record,
+            EventKind.MAIL_IN,
             {
-                "from": caller.id if caller is not None else USER,
-                "sender": sender,
+                "from": caller.id if caller is not None else sender,
+                "sender": name,
                 "message": text,
                 "message_id": message_id,
             },
@@ -193,33 +245,30 @@ class Mailbox:
         if waiting:
             self._arrived[target.id].set()
         state = target.state
-        if target.record["kind"] == "agent" and state in (SessionState.IDLE, SessionState.INACTIVE):
-            daemon.passivation.wake(target)
-        delivered = waiting or (
-            target.record["kind"] == "agent" and state in (SessionState.RUNNING, SessionState.IDLE)
-        )
+        agent = target.record.is_agent
+        if agent and state in (SessionState.IDLE, SessionState.INACTIVE):
+            self.wake(target)
+        delivered = waiting or (agent and state in (SessionState.RUNNING, SessionState.IDLE))
         return {
             "to": target.id,
-            "name": target.record.get("name"),
+            "name": target.record.name,
             "message_id": message_id,
             "status": "delivered" if delivered else "queued",
-            "state": target.record["state"],
+            "state": target.state.value,
         }
 
     # -- reading ----------------------------------------------------------------------------
-    def absorb(self, live: LiveSession) -> None:
-        """Move unread mail into the news the model sees at its next turn (marking it read)."""
-        pending = self.daemon.store.pending_messages(live.id)
-        for m in pending:
-            live.news.append(format_message(m))
-        self.daemon.store.mark_read(m["id"] for m in pending)
+    async def for_model(self, live: LiveSession) -> list[str]:
+        """Messages the session's model has not been shown yet (now marked shown)."""
+        pending = await self.store.unread(live.id, "model")
+        self.store.mark_read((m["id"] for m in pending), "model")
+        return [format_message(m) for m in pending]
 
-    def has_unread(self, session_id: str) -> bool:
-        return bool(self.daemon.store.pending_messages(session_id, 1))
+    async def has_unread(self, live: LiveSession) -> bool:
+        return bool(await self.store.unread(live.id, _reader(live), 1))
 
     async def recv(self, caller: LiveSession, timeout: float) -> dict[str, Any] | None:
-        """The caller's oldest unread message (marked read), waiting up to `timeout` s."""
-        daemon = self.daemon
+        """The caller's oldest message `recv()` has not returned yet, waiting up to `timeout` s."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         event = self._arrived.setdefault(caller.id, asyncio.Event())
@@ -228,16 +277,16 @@ class Mailbox:
         try:
             while True:
                 event.clear()
-                pending = daemon.store.pending_messages(caller.id, 1)
+                pending = await self.store.unread(caller.id, "recv", 1)
                 if pending:
-                    daemon.store.mark_read([pending[0]["id"]])
+                    self.store.mark_read([pending[0]["id"]], "recv")
                     return public_message(pending[0])
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     return None
                 if not suspended:
                     # Waiting for mail is like waiting for a child: give the slot to others.
-                    daemon.scheduler.suspend(caller.id)
+                    self.scheduler.suspend(caller.id)
                     suspended = True
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(event.wait(), remaining)
@@ -247,7 +296,12 @@ class Mailbox:
                 del self._waiting[caller.id]
                 self._arrived.pop(caller.id, None)
             if suspended:
-                daemon.scheduler.resume(caller.id)
+                self.scheduler.resume(caller.id)
+
+
+def _reader(live: LiveSession) -> Any:
+    """Whose reading empties a mailbox: an agent's model, or a notebook's `recv()`."""
+    return "model" if live.record.is_agent else "recv"
 
 
 def public_message(m: dict[str, Any]) -> dict[str, Any]:

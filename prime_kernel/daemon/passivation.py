@@ -1,11 +1,14 @@
-"""IDLE and INACTIVE sessions: waking them for a turn, passivating and reviving them.
+"""REPL snapshots, and passivating IDLE sessions.
 
-An agent session that stays IDLE longer than `Daemon.idle_timeout` is passivated: a silent
-cell pickles what it can of its REPL namespace to a blob (and names what it could not), its
-kernel is shut down, and it becomes INACTIVE. A message revives it: a new kernel, the snapshot
-restored into it, and a turn in which the model is told what came back and what did not.
-The snapshot's blob id lives in the trajectory (a `snapshot` event), so nothing about it is
-held only in memory.
+`Snapshots` saves a session's REPL namespace to a blob (a silent cell pickles what it can and
+names what it cannot) and restores the latest one into a new kernel. The daemon takes one when
+an IDLE session is passivated, at turn boundaries while that is cheap, and before a clean stop;
+it restores one when an INACTIVE session is revived, when a kernel died or was killed, and when
+a session resumes after a restart. The snapshot's blob id lives in the trajectory (a `snapshot`
+event), so nothing about it is held only in memory.
+
+`Passivation` shuts an agent's kernel down after it stayed IDLE for `idle_timeout` seconds
+(it becomes INACTIVE); a message revives it.
 """
 
 from __future__ import annotations
@@ -13,160 +16,171 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import TYPE_CHECKING, Any
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
-from .errors import NotFound
-from .states import SessionState
+from ..protocol.errors import NotFound
+from ..protocol.events import EventKind
+from ..protocol.states import SessionState
+from .events import EventLog
+from .kernels import CellResult
+from .lifecycle import Lifecycle
+from .observation import render
+from .records import SessionRecord
+from .session import LiveSession
+from .store import Store
 
-if TYPE_CHECKING:
-    from .daemon import Daemon, LiveSession
+log = logging.getLogger(__name__)
 
 SAVE_CODE = "import prime_kernel.kernel.snapshot as __ps\n__ps.save()\ndel __ps"
 RESTORE_CODE = "import prime_kernel.kernel.snapshot as __ps\n__ps.restore()\ndel __ps"
 MARKER = "PRIME_SNAPSHOT "
 
 
+class Snapshots:
+    def __init__(self, store: Store, events: EventLog, timeout: Callable[[], float]) -> None:
+        self.store = store
+        self.events = events
+        self.timeout = timeout
+
+    async def save(self, live: LiveSession, reason: str) -> dict[str, Any] | None:
+        """Snapshot the session's REPL; the report (or None, with an `error` event)."""
+        if live.runner is None:
+            return None
+        start = time.monotonic()
+        result = await live.runner.execute(SAVE_CODE, silent=True, timeout=self.timeout())
+        info = _report(result)
+        if info is None:
+            self.events.emit(
+                live.record,
+                EventKind.ERROR,
+                {"message": f"could not snapshot the REPL: {_text(result)}"},
+            )
+            return None
+        live.last_snapshot = time.time()
+        live.snapshot_cost = time.monotonic() - start
+        self.events.emit(live.record, EventKind.SNAPSHOT, {**info, "reason": reason})
+        return info
+
+    async def latest_blob(self, session_id: str) -> str | None:
+        event = await self.store.last_event(session_id, EventKind.SNAPSHOT.value)
+        return str(event["data"]["blob_id"]) if event else None
+
+    async def latest_bytes(self, session_id: str) -> bytes:
+        blob = await self.latest_blob(session_id)
+        if blob is None:
+            raise NotFound(f"session {session_id} has no REPL snapshot")
+        return await self.store.get_blob(blob)
+
+    async def restore(self, live: LiveSession, why: str) -> dict[str, Any] | None:
+        """Put the latest snapshot back into the session's (new) kernel and tell the model what
+        came back — and, given the names the REPL had (`live.repl_names`), what was lost."""
+        if live.runner is None:
+            return None
+        if await self.latest_blob(live.id) is None:
+            lost = [n for n in live.repl_names if not n.startswith("_")]
+            note = f"[{why} Your REPL starts empty: there was no snapshot to restore"
+            note += f" (lost: {', '.join(lost)}).]" if lost else ".]"
+            live.notes.append(note)
+            return None
+        result = await live.runner.execute(RESTORE_CODE, silent=True, timeout=self.timeout())
+        info = _report(result)
+        if info is None:
+            text = f"could not restore the REPL snapshot: {_text(result)}"
+            self.events.emit(live.record, EventKind.ERROR, {"message": text})
+            live.notes.append(f"[{why} {text}]")
+            return None
+        restored = set(info["restored"])
+        lost = sorted(n for n in live.repl_names if n not in restored and not n.startswith("_"))
+        self.events.emit(live.record, EventKind.RESTORE, {**info, "reason": why, "lost": lost})
+        note = f"[{why} Restored REPL variables: {', '.join(info['restored']) or 'none'}."
+        if lost:
+            note += f" Lost (defined after the last snapshot): {', '.join(lost)}."
+        if info["skipped"]:
+            note += " Not saved: " + "; ".join(f"{k} ({v})" for k, v in info["skipped"].items())
+            note += "."
+        if info["failed"]:
+            note += " Could not restore: "
+            note += "; ".join(f"{k} ({v})" for k, v in info["failed"].items()) + "."
+        live.notes.append(note + "]")
+        return info
+
+
 class Passivation:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    """Idle timers: an agent IDLE for `idle_timeout` seconds is snapshotted and its kernel shut
+    down (INACTIVE)."""
+
+    def __init__(
+        self,
+        lifecycle: Lifecycle,
+        snapshots: Snapshots,
+        release_kernel: Callable[[LiveSession], Awaitable[None]],
+        idle_timeout: Callable[[], float],
+        spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]],
+    ) -> None:
+        self.lifecycle = lifecycle
+        self.snapshots = snapshots
+        self.release_kernel = release_kernel
+        self.idle_timeout = idle_timeout
+        self.spawn = spawn
         self._locks: dict[str, asyncio.Lock] = {}
         self._timers: dict[str, asyncio.Task[None]] = {}
 
-    def _lock(self, session_id: str) -> asyncio.Lock:
+    def lock(self, session_id: str) -> asyncio.Lock:
+        """Held while a session is being passivated; a run waits for it."""
         return self._locks.setdefault(session_id, asyncio.Lock())
 
-    # -- state changes (a daemon listener) ---------------------------------------------------
-    def on_event(self, note: dict[str, Any]) -> None:
-        if note.get("kind") != "state":
+    # -- effects of state changes --------------------------------------------------------------
+    def entered_idle(self, record: SessionRecord, live: LiveSession | None, _: Any) -> None:
+        if live is None or not record.is_agent:
             return
-        live = self.daemon.live.get(note["session_id"])
-        if live is None or live.record["kind"] != "agent":
-            return
-        timer = self._timers.pop(live.id, None)
-        if timer is not None:
-            timer.cancel()
-        if live.state.terminal:
-            self._locks.pop(live.id, None)
-        if live.state != SessionState.IDLE:
-            return
-        loop = asyncio.get_running_loop()
-        # Mail that came in after the last turn took its news: wake again, once the run that
-        # is now settling has finished.
-        loop.call_soon(self._wake_if_mail, live)
-        task = loop.create_task(self._idle_timer(live), name=f"idle-{live.id}")
-        self._timers[live.id] = task
-        self.daemon._background.add(task)
-        task.add_done_callback(self.daemon._background.discard)
+        self.cancel_timer(record, live, _)
+        self._timers[record.id] = self.spawn(self._idle_timer(live), f"idle-{record.id}")
 
-    def _wake_if_mail(self, live: LiveSession) -> None:
-        if live.state == SessionState.IDLE and self.daemon.mailbox.has_unread(live.id):
-            self.wake(live)
+    def cancel_timer(self, record: SessionRecord, live: LiveSession | None, _: Any) -> None:
+        timer = self._timers.pop(record.id, None)
+        if timer is not None and timer is not asyncio.current_task():
+            timer.cancel()
+        if record.terminal:
+            self._locks.pop(record.id, None)
 
     async def _idle_timer(self, live: LiveSession) -> None:
-        await asyncio.sleep(self.daemon.idle_timeout)
+        await asyncio.sleep(self.idle_timeout())
         self._timers.pop(live.id, None)
         try:
-            await self.passivate(live)
+            await self.passivate(live, f"idle for {self.idle_timeout():g} s")
         except Exception:
-            self.daemon.log.exception("could not passivate session %s", live.id)
+            log.exception("could not passivate session %s", live.id)
 
-    # -- waking ----------------------------------------------------------------------------
-    def wake(self, live: LiveSession) -> None:
-        """Start another run of an IDLE or INACTIVE agent's loop (a message arrived)."""
-        if live.record["kind"] != "agent" or live.state not in (
-            SessionState.IDLE,
-            SessionState.INACTIVE,
-        ):
-            return
-        if live.task is not None and not live.task.done():
-            return  # already woken; the turn to come reads all unread mail
-        # The answer a persistent session gave belongs to the request it answered; whoever
-        # waits on it now waits for the answer to this turn.
-        live.answered = False
-        live.settled.clear()
-        if live.record.get("answer_blob") or live.record.get("answer_repr") is not None:
-            live.record.update(answer_repr=None, answer_blob=None)
-            self.daemon.store.update_session(live.id, answer_repr=None, answer_blob=None)
-        live.task = asyncio.create_task(self._turn(live), name=f"session-{live.id}")
-
-    async def _turn(self, live: LiveSession) -> None:
-        async with self._lock(live.id):
-            pass  # a passivation in progress finishes first
-        await self.daemon._run(live)
-
-    # -- passivating -----------------------------------------------------------------------
-    async def passivate(self, live: LiveSession) -> bool:
+    # -- passivating ---------------------------------------------------------------------------
+    async def passivate(self, live: LiveSession, why: str) -> bool:
         """Snapshot an IDLE session's REPL, shut its kernel down, make it INACTIVE."""
-        daemon = self.daemon
-        async with self._lock(live.id):
+        async with self.lock(live.id):
             if not self._quiet(live) or live.runner is None:
                 return False
-            result = await live.runner.execute(SAVE_CODE, silent=True, timeout=daemon.cell_timeout)
-            info = _report(result.outputs)
-            if result.status != "ok" or info is None:
-                daemon.record(
-                    live, "error", {"message": f"could not snapshot the REPL: {_text(result)}"}
-                )
-                return False
-            if not self._quiet(live):
-                return False  # a message woke it meanwhile; keep the kernel
-            daemon.record(live, "snapshot", info)
-            await daemon._release_kernel(live)
-            live.record["kernel_id"] = None
-            daemon.store.update_session(live.id, kernel_id=None)
+            info = await self.snapshots.save(live, "passivation")
+            if info is None or not self._quiet(live):
+                return False  # no snapshot, or a message woke it meanwhile: keep the kernel
+            await self.release_kernel(live)
+            live.record.update(kernel_id=None)
             skipped = ", ".join(info["skipped"]) or "nothing"
-            daemon._set_state(
-                live,
+            self.lifecycle.change(
+                live.record,
                 SessionState.INACTIVE,
-                reason=f"idle for {daemon.idle_timeout:g} s; REPL saved "
-                f"({len(info['saved'])} names; not saved: {skipped})",
+                reason=f"{why}; REPL saved ({len(info['saved'])} names; not saved: {skipped})",
             )
             return True
 
     def _quiet(self, live: LiveSession) -> bool:
         return live.state == SessionState.IDLE and (live.task is None or live.task.done())
 
-    # -- reviving --------------------------------------------------------------------------
-    def snapshot_blob(self, session_id: str) -> str | None:
-        events = self.daemon.store.events(session_id, kinds=["snapshot"])
-        return str(events[-1]["data"]["blob_id"]) if events else None
 
-    def snapshot_bytes(self, session_id: str) -> bytes:
-        blob = self.snapshot_blob(session_id)
-        if blob is None:
-            raise NotFound(f"session {session_id} has no REPL snapshot")
-        return self.daemon.store.get_blob(blob)
-
-    async def restore(self, live: LiveSession) -> None:
-        """Called once a revived session has its new kernel: put its REPL back."""
-        if live.state != SessionState.INACTIVE or live.runner is None:
-            return
-        if self.snapshot_blob(live.id) is None:
-            return
-        daemon = self.daemon
-        result = await live.runner.execute(RESTORE_CODE, silent=True, timeout=daemon.cell_timeout)
-        info = _report(result.outputs)
-        if result.status != "ok" or info is None:
-            text = f"could not restore the REPL snapshot: {_text(result)}"
-            daemon.record(live, "error", {"message": text})
-            live.news.append(f"[Your session was inactive and its REPL was restarted; {text}]")
-            return
-        daemon.record(live, "restore", info)
-        failed = "; ".join(f"{k} ({v})" for k, v in info["failed"].items())
-        skipped = "; ".join(f"{k} ({v})" for k, v in info["skipped"].items())
-        note = (
-            "[Your session was inactive: its kernel was shut down and a new one started. "
-            f"Restored REPL variables: {', '.join(info['restored']) or 'none'}."
-        )
-        if skipped:
-            note += f" Not saved: {skipped}."
-        if failed:
-            note += f" Could not restore: {failed}."
-        live.news.append(note + "]")
-
-
-def _report(outputs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    for out in outputs:
+def _report(result: CellResult) -> dict[str, Any] | None:
+    if result.status != "ok":
+        return None
+    for out in result.outputs:
         if out.get("output_type") != "stream":
             continue
         for line in str(out.get("text", "")).splitlines():
@@ -176,7 +190,5 @@ def _report(outputs: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
-def _text(result: Any) -> str:
-    from .observation import render
-
-    return render(result.outputs, status=result.status, limit=2000, timeout=0)
+def _text(result: CellResult) -> str:
+    return render(result.outputs, status=result.status, limit=2000, timeout=0, exit=result.exit)

@@ -18,6 +18,8 @@ class TokenRegistry:
         self._by_token: dict[str, str] = {}
         self._by_kernel: dict[str, str] = {}
         self._session_of: dict[str, str] = {}
+        # Bumped whenever the set of live tokens changes (scrubbers rebuild their matcher).
+        self.version = 0
 
     def mint(self, kernel_id: str) -> str:
         """A fresh token for `kernel_id`; an earlier token of the same kernel stops working."""
@@ -28,6 +30,7 @@ class TokenRegistry:
                 self._by_token.pop(old, None)
             self._by_token[token] = kernel_id
             self._by_kernel[kernel_id] = token
+            self.version += 1
         return token
 
     def kernel_for(self, token: str | None) -> str | None:
@@ -59,4 +62,5 @@ class TokenRegistry:
             token = self._by_kernel.pop(kernel_id, None)
             if token:
                 self._by_token.pop(token, None)
+                self.version += 1
             self._session_of.pop(kernel_id, None)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from .files import Export, ExportError, collect, default_target, export_to, under_root, write
-from .notebook import NotebookExporter, context_name, notebook_name
-from .redact import Redactor, daemon_secrets
+from .files import Export, Source, collect, default_target, export_to, under_root, write
+from .notebook import RENDERERS, NotebookExporter, context_name, notebook_name
 
 __all__ = [
+    "RENDERERS",
     "Export",
-    "ExportError",
     "NotebookExporter",
-    "Redactor",
+    "Source",
     "collect",
     "context_name",
-    "daemon_secrets",
     "default_target",
     "export_to",
     "notebook_name",

@@ -7,24 +7,20 @@ unless `force`, and even then only a folder that holds nothing but exported file
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ..daemon.errors import Conflict, Forbidden, PrimeError
-from ..daemon.store import atomic_write
+from ..protocol.errors import Conflict, ExportFailed, Forbidden, PrimeError
+from ..util.files import atomic_write
 from .notebook import NotebookExporter, context_name, notebook_name
 
 _EXPORTED_SUFFIXES = (".ipynb", ".context.pkl")
-
-
-class ExportError(PrimeError):
-    code = "export_failed"
 
 
 @dataclass
@@ -36,23 +32,38 @@ class Export:
     contexts: dict[str, bytes] = field(default_factory=dict)
 
 
-def collect(
-    daemon: Any,
+class Source(Protocol):
+    """What an export reads: records (as the REST API gives them), events and contexts."""
+
+    def session_json(self, session_id: str) -> dict[str, Any]: ...
+
+    def descendant_ids(self, session_id: str) -> list[str]: ...
+
+    async def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]: ...
+
+    async def context_bytes(self, session_id: str) -> bytes: ...
+
+
+async def collect(
+    source: Source,
+    exporter: NotebookExporter,
     session_id: str,
-    notebook: Callable[[str], bytes],
     *,
     subtree: bool = False,
     with_context: bool = False,
 ) -> Export:
-    """Build the notebooks (with `notebook(session_id)`) and contexts an export writes."""
-    ids = [session_id]
-    if subtree:
-        ids += [d["id"] for d in daemon.store.descendants(session_id)]
+    """Build the notebooks and contexts an export writes (the notebooks off the event loop)."""
+    ids = [session_id, *(source.descendant_ids(session_id) if subtree else [])]
     out = Export(session_id)
     for sid in ids:
-        out.notebooks[sid] = notebook(sid)
-        if with_context and daemon.session_json(sid).get("context_type"):
-            out.contexts[sid] = daemon.context_bytes(sid)
+        record = source.session_json(sid)
+        events = await source.events(sid)
+        states = {c: source.session_json(c)["state"] for c in record.get("children") or []}
+        out.notebooks[sid] = await asyncio.to_thread(
+            exporter.notebook_bytes, record, events, states=states, with_context=with_context
+        )
+        if with_context and record.get("context_type"):
+            out.contexts[sid] = await source.context_bytes(sid)
     return out
 
 
@@ -86,14 +97,14 @@ def write(export: Export, target: Path, *, subtree: bool, force: bool = False) -
     for folder in target.parents:
         if folder.exists():
             if not folder.is_dir():
-                raise ExportError(f"cannot write the export to {target}: {folder} is not a folder")
+                raise ExportFailed(f"cannot write the export to {target}: {folder} is not a folder")
             break
     try:
         if subtree:
             return _write_folder(export, target, force)
         return _write_notebook(export, target, force)
     except OSError as e:
-        raise ExportError(f"cannot write the export to {target}: {e.strerror or e}") from None
+        raise ExportFailed(f"cannot write the export to {target}: {e.strerror or e}") from None
 
 
 def _write_notebook(export: Export, target: Path, force: bool) -> list[Path]:
@@ -161,7 +172,8 @@ def _check_replaceable(target: Path) -> None:
             )
 
 
-def export_to(
+async def export_to(
+    source: Source,
     exporter: NotebookExporter,
     session_id: str,
     target: str | os.PathLike[str],
@@ -171,11 +183,5 @@ def export_to(
     with_context: bool = False,
 ) -> list[Path]:
     """Export a session (and with `subtree` its descendants) to `target`; the files written."""
-    export = collect(
-        exporter.daemon,
-        session_id,
-        lambda sid: exporter.notebook_bytes(sid, with_context=with_context),
-        subtree=subtree,
-        with_context=with_context,
-    )
-    return write(export, Path(target), subtree=subtree, force=force)
+    export = await collect(source, exporter, session_id, subtree=subtree, with_context=with_context)
+    return await asyncio.to_thread(write, export, Path(target), subtree=subtree, force=force)

@@ -1,7 +1,7 @@
 """A session's trajectory as a Jupyter notebook (nbformat v4, current minor).
 
-Reads the durable record only (`Daemon.session_json`, `Daemon.events`), so it works on a live
-daemon and on an offline one over the store alike. The notebook tells the story in order: the
+Built from data alone — a session's record (as the REST API gives it), its events and its
+children's states — so it knows nothing of the daemon. The notebook tells the story in order: the
 task, the model's messages, each cell with its real outputs, a person's cells (labelled),
 messages, sub-agents (linked as `<child-id>.ipynb` beside this one), the answer and a summary.
 Every string is redacted and every cell's output capped before it reaches the notebook.
@@ -16,16 +16,14 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
-from traitlets import Any as AnyTrait
 from traitlets import Instance, Int
 from traitlets.config import LoggingConfigurable
 
 from .. import __version__
-from ..cli.common import fmt_usage
-from ..daemon.errors import NotFound
-from ..daemon.observation import cap
-from ..daemon.states import SessionState
-from .redact import Redactor, daemon_secrets
+from ..protocol.events import EventKind
+from ..protocol.states import SessionKind, SessionState
+from ..util.format import cap, fmt_usage
+from ..util.redact import Redactor
 
 KERNELSPEC = {"name": "prime-agent", "display_name": "Prime Agent", "language": "python"}
 LANGUAGE_INFO = {
@@ -41,6 +39,8 @@ _STATUS_NOTES = {
     "timeout": "the cell ran longer than the cell timeout and was interrupted",
     "cancelled": "the session was cancelled while this cell was running",
     "aborted": "the kernel aborted this cell",
+    "died": "the kernel died during this cell; a new one was started",
+    "killed": "the cell did not stop when interrupted: its kernel was killed and replaced",
 }
 
 
@@ -127,32 +127,42 @@ class NotebookExporter(LoggingConfigurable):
         help="Characters of rich output (images, HTML, JSON) kept per cell; larger outputs "
         "are left out, with a note.",
     )
-    daemon = AnyTrait(help="The Daemon whose record is exported (live or offline).")
-    redactor = Instance(Redactor, allow_none=True)
-
-    def _redactor(self) -> Redactor:
-        if self.redactor is None:
-            self.redactor = Redactor(daemon_secrets(self.daemon))
-        return self.redactor
+    redactor = Instance(Redactor, kw={"secrets": []}, help="Blanks out secrets in every string.")
 
     # -- the whole notebook ---------------------------------------------------------------
-    def notebook(self, session_id: str, *, with_context: bool = False) -> NotebookNode:
-        """The notebook of one session; raises NotFound for an unknown id."""
-        redactor = self._redactor()
-        record = redactor.value(self.daemon.session_json(session_id))
-        events = redactor.value(self.daemon.events(session_id))
+    def notebook(
+        self,
+        record: dict[str, Any],
+        events: list[dict[str, Any]],
+        *,
+        states: dict[str, str] | None = None,
+        with_context: bool = False,
+    ) -> NotebookNode:
+        """The notebook of one session from its record and events; `states` are its
+        children's states (for their links)."""
+        redactor = self.redactor
+        record = redactor.value(record)
+        events = redactor.value(events)
         cells: list[NotebookNode] = [self._header(record)]
         if record.get("context_type"):
             cells.extend(self._context_cells(record, with_context))
-        cells.extend(self._body(record, events))
+        cells.extend(_Story(self, states or {}).cells(events))
         cells.append(self._summary(record))
         nb = new_notebook(cells=cells, metadata=self._metadata(record))
         nb = nbformat.from_dict(redactor.value(nb))
         nbformat.validate(nb)
         return nb
 
-    def notebook_bytes(self, session_id: str, *, with_context: bool = False) -> bytes:
-        return nbformat.writes(self.notebook(session_id, with_context=with_context)).encode()
+    def notebook_bytes(
+        self,
+        record: dict[str, Any],
+        events: list[dict[str, Any]],
+        *,
+        states: dict[str, str] | None = None,
+        with_context: bool = False,
+    ) -> bytes:
+        nb = self.notebook(record, events, states=states, with_context=with_context)
+        return nbformat.writes(nb).encode()
 
     def _metadata(self, record: dict[str, Any]) -> dict[str, Any]:
         prime = dict(record)
@@ -167,12 +177,12 @@ class NotebookExporter(LoggingConfigurable):
 
     @staticmethod
     def _ended(record: dict[str, Any]) -> bool:
-        return record["kind"] == "agent" and SessionState(record["state"]).terminal
+        return record["kind"] == SessionKind.AGENT.value and SessionState(record["state"]).terminal
 
     # -- opening --------------------------------------------------------------------------
     def _header(self, record: dict[str, Any]) -> NotebookNode:
         sid = record["id"]
-        if record["kind"] == "notebook":
+        if record["kind"] == SessionKind.NOTEBOOK.value:
             title = f"# Notebook session `{sid}`"
             lines = [title, "", f"Calls made from `{record.get('notebook_path') or 'a kernel'}`."]
         else:
@@ -222,61 +232,7 @@ class NotebookExporter(LoggingConfigurable):
             new_code_cell(code, id="prime-context-load", metadata=meta),
         ]
 
-    # -- the trajectory -------------------------------------------------------------------
-    def _body(self, record: dict[str, Any], events: list[dict[str, Any]]) -> list[NotebookNode]:
-        cells: list[NotebookNode] = []
-        call: dict[str, Any] | None = None
-        turn = 0
-        for event in events:
-            kind, data, cid = event["kind"], event["data"], f"prime-{event['seq']}"
-            if kind in ("task", "state", "observation"):
-                # The task and the final state are in the header and summary; an observation
-                # is the capped copy of outputs the cell already shows.
-                continue
-            if kind == "model_call":
-                call = data
-                continue
-            if kind == "assistant":
-                turn += 1
-                meta: dict[str, Any] = {"kind": "model", "turn": turn}
-                if call is not None:
-                    meta["model_call"], call = call, None
-                if data.get("tool_calls"):
-                    meta["tool_calls"] = len(data["tool_calls"])
-                content = _text(data.get("content") or "").strip()
-                if content:
-                    text = f"**Model** · turn {turn}\n\n{content}"
-                    cells.append(new_markdown_cell(text, id=cid, metadata={"prime": meta}))
-            elif kind == "cell":
-                cells.extend(self._cell(cid, data))
-            elif kind == "child":
-                cells.append(self._child(cid, data))
-            elif kind in ("mail_in", "mail_out"):
-                cells.append(_mail(cid, kind, data))
-            elif kind == "answer":
-                label = "Answer" if data.get("kind") != "reply" else "Answer (the model's reply)"
-                text = f"## {label}\n\n{_fence(_text(data.get('repr', '')))}"
-                meta = {"prime": {"kind": "answer", "answer_kind": data.get("kind")}}
-                cells.append(new_markdown_cell(text, id=cid, metadata=meta))
-            elif kind == "compaction":
-                # The model's context was summarised here; the REPL (L2) kept everything.
-                text = (
-                    f"**Context compacted** ({data.get('reason', 'window')}): "
-                    f"{data.get('summarised_messages')} earlier messages summarised, "
-                    f"{data.get('before_tokens')} → {data.get('after_tokens')} tokens.\n\n"
-                    f"{_quote(_text(data.get('summary', '')))}"
-                )
-                cells.append(new_markdown_cell(text, id=cid, metadata={"prime": {"kind": kind}}))
-            elif kind == "error":
-                text = f"**Error:** {_text(data.get('message', ''))}"
-                cells.append(new_markdown_cell(text, id=cid, metadata={"prime": {"kind": kind}}))
-            else:
-                body = _text(data)
-                body, _ = cap(body, self.max_cell_text_chars)
-                text = f"**{kind}**\n\n{_fence(body, 'json')}"
-                cells.append(new_markdown_cell(text, id=cid, metadata={"prime": {"kind": kind}}))
-        return cells
-
+    # -- cells ----------------------------------------------------------------------------
     def _cell(self, cid: str, data: dict[str, Any]) -> list[NotebookNode]:
         source = data.get("source") or "agent"
         status = data.get("status") or "ok"
@@ -346,12 +302,10 @@ class NotebookExporter(LoggingConfigurable):
             return new_output(kind, **fields)
         return None
 
-    def _child(self, cid: str, data: dict[str, Any]) -> NotebookNode:
+    def _child(self, cid: str, data: dict[str, Any], states: dict[str, str]) -> NotebookNode:
         child_id = str(data.get("child_id"))
-        try:
-            state = self.daemon.session_json(child_id)["state"]
-        except NotFound:  # a record the store no longer has still gets its line
-            state = "unknown"
+        # A record the store no longer has still gets its line.
+        state = states.get(child_id, "unknown")
         text = (
             f"**Started a sub-agent** {_link(child_id, _text(data.get('name') or ''))} "
             f"· {state}\n\n{_quote(_text(data.get('prompt', '')))}"
@@ -401,3 +355,156 @@ def _mail(cid: str, kind: str, data: dict[str, Any]) -> NotebookNode:
     text = f"{head}\n\n{_quote(_text(data.get('message', '')))}"
     meta = {"prime": {"kind": kind, "message_id": data.get("message_id")}}
     return new_markdown_cell(text, id=cid, metadata=meta)
+
+
+Cells = list[NotebookNode]
+
+
+class _Story:
+    """Turns a trajectory into cells, one renderer per event kind (`RENDERERS`)."""
+
+    def __init__(self, exporter: NotebookExporter, states: dict[str, str]) -> None:
+        self.exporter = exporter
+        self.states = states
+        self.turn = 0
+        self.call: dict[str, Any] | None = None
+
+    def cells(self, events: list[dict[str, Any]]) -> Cells:
+        out: Cells = []
+        for event in events:
+            kind = _kind(event["kind"])
+            render = RENDERERS.get(kind) if kind is not None else None
+            cid = f"prime-{event['seq']}"
+            out.extend(render(self, cid, event["data"]) if render else self.unknown(cid, event))
+        return out
+
+    def unknown(self, cid: str, event: dict[str, Any]) -> Cells:
+        """A kind this version does not know (a newer store): its data, shown as JSON."""
+        body, _ = cap(_text(event["data"]), self.exporter.max_cell_text_chars)
+        text = f"**{event['kind']}**\n\n{_fence(body, 'json')}"
+        return [_note(cid, event["kind"], text)]
+
+    def nothing(self, cid: str, data: dict[str, Any]) -> Cells:
+        return []
+
+    def model_call(self, cid: str, data: dict[str, Any]) -> Cells:
+        self.call = data  # shown with the turn it produced
+        return []
+
+    def assistant(self, cid: str, data: dict[str, Any]) -> Cells:
+        self.turn += 1
+        meta: dict[str, Any] = {"kind": "model", "turn": self.turn}
+        if self.call is not None:
+            meta["model_call"], self.call = self.call, None
+        if data.get("tool_calls"):
+            meta["tool_calls"] = len(data["tool_calls"])
+        content = _text(data.get("content") or "").strip()
+        if not content:
+            return []
+        text = f"**Model** · turn {self.turn}\n\n{content}"
+        return [new_markdown_cell(text, id=cid, metadata={"prime": meta})]
+
+    def cell(self, cid: str, data: dict[str, Any]) -> Cells:
+        return self.exporter._cell(cid, data)
+
+    def child(self, cid: str, data: dict[str, Any]) -> Cells:
+        return [self.exporter._child(cid, data, self.states)]
+
+    def mail(self, cid: str, data: dict[str, Any]) -> Cells:
+        return [_mail(cid, "mail_in" if "from" in data else "mail_out", data)]
+
+    def answer(self, cid: str, data: dict[str, Any]) -> Cells:
+        label = "Answer" if data.get("kind") != "reply" else "Answer (the model's reply)"
+        text = f"## {label}\n\n{_fence(_text(data.get('repr', '')))}"
+        meta = {"prime": {"kind": "answer", "answer_kind": data.get("kind")}}
+        return [new_markdown_cell(text, id=cid, metadata=meta)]
+
+    def compaction(self, cid: str, data: dict[str, Any]) -> Cells:
+        # The model's context was summarised here; the REPL (L2) kept everything.
+        text = (
+            f"**Context compacted** ({data.get('reason', 'window')}): "
+            f"{data.get('summarised_messages')} earlier messages summarised, "
+            f"{data.get('before_tokens')} → {data.get('after_tokens')} tokens.\n\n"
+            f"{_quote(_text(data.get('summary', '')))}"
+        )
+        return [_note(cid, "compaction", text)]
+
+    def snapshot(self, cid: str, data: dict[str, Any]) -> Cells:
+        skipped = ", ".join(data.get("skipped") or {}) or "nothing"
+        text = (
+            f"*REPL saved ({data.get('reason', 'snapshot')}): {len(data.get('saved') or [])} "
+            f"names; not saved: {skipped}.*"
+        )
+        return [_note(cid, "snapshot", text)]
+
+    def restore(self, cid: str, data: dict[str, Any]) -> Cells:
+        names = ", ".join(data.get("restored") or []) or "nothing"
+        text = f"**REPL restored** in a new kernel: {names}."
+        if data.get("lost"):
+            text += f" Lost: {', '.join(data['lost'])}."
+        if data.get("failed"):
+            text += f" Could not restore: {', '.join(data['failed'])}."
+        return [_note(cid, "restore", text)]
+
+    def resume(self, cid: str, data: dict[str, Any]) -> Cells:
+        text = f"**Resumed:** {_text(data.get('reason', ''))}"
+        if data.get("in_flight"):
+            code = _fence(data["in_flight"], "python")
+            text += f"\n\nThis cell was running and was not re-run:\n\n{code}"
+        return [_note(cid, "resume", text)]
+
+    def kernel(self, cid: str, data: dict[str, Any]) -> Cells:
+        what = {
+            "died": "died",
+            "killed": "was killed",
+            "restarted": "was restarted",
+            "gone": "is gone",
+        }
+        event = str(data.get("event"))
+        text = f"**Kernel {what.get(event, event)}**: {_text(data.get('detail', ''))}"
+        return [_note(cid, "kernel", text)]
+
+    def refinement(self, cid: str, data: dict[str, Any]) -> Cells:
+        text = (
+            f"**Harness refined** from this session: refinement `{data.get('refinement_id')}` "
+            f"({data.get('status')})."
+        )
+        return [_note(cid, "refinement", text)]
+
+    def error(self, cid: str, data: dict[str, Any]) -> Cells:
+        return [_note(cid, "error", f"**Error:** {_text(data.get('message', ''))}")]
+
+
+# One renderer per event kind; the task, state changes and observations are left out (the
+# task and final state are in the header and summary; an observation is the capped copy of
+# outputs the cell already shows).
+RENDERERS: dict[EventKind, Any] = {
+    EventKind.TASK: _Story.nothing,
+    EventKind.STATE: _Story.nothing,
+    EventKind.OBSERVATION: _Story.nothing,
+    EventKind.MODEL_CALL: _Story.model_call,
+    EventKind.ASSISTANT: _Story.assistant,
+    EventKind.CELL: _Story.cell,
+    EventKind.ANSWER: _Story.answer,
+    EventKind.CHILD: _Story.child,
+    EventKind.MAIL_IN: _Story.mail,
+    EventKind.MAIL_OUT: _Story.mail,
+    EventKind.COMPACTION: _Story.compaction,
+    EventKind.SNAPSHOT: _Story.snapshot,
+    EventKind.RESTORE: _Story.restore,
+    EventKind.RESUME: _Story.resume,
+    EventKind.KERNEL: _Story.kernel,
+    EventKind.REFINEMENT: _Story.refinement,
+    EventKind.ERROR: _Story.error,
+}
+
+
+def _kind(name: str) -> EventKind | None:
+    try:
+        return EventKind(name)
+    except ValueError:
+        return None
+
+
+def _note(cid: str, kind: str, text: str) -> NotebookNode:
+    return new_markdown_cell(text, id=cid, metadata={"prime": {"kind": kind}})

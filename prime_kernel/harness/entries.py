@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..daemon.errors import PrimeError
+from ..protocol.errors import FrontMatterError, InvalidEntry
 
 KINDS = ("note", "memory", "skill", "spec")
 # Folder of each kind under a harness root; also accepted in URLs and the REPL.
@@ -34,19 +34,6 @@ FILE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _OWN_KEYS = {"title", "name", "description"}
 
 Files = dict[str, str]
-
-
-class InvalidEntry(PrimeError):
-    code = "invalid_entry"
-
-
-class FrontMatterError(InvalidEntry):
-    """A file's YAML front matter cannot be read; the message names the file and line."""
-
-    code = "front_matter"
-
-    def __init__(self, path: str, line: int, problem: str) -> None:
-        super().__init__(f"{path}, line {line}: {problem}", path=path, line=line)
 
 
 def kind_of(name: str) -> str:

@@ -12,7 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
-from ..daemon.store import atomic_write
+from ..util.files import atomic_write
 from .entries import DIRS, ID_RE, SKILL_FILE, Files, check_file_name, check_id, main_file
 
 SCOPES = ("project", "global")

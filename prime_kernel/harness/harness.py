@@ -7,22 +7,17 @@ files edited by hand (their hash differs from the last recorded version) on ever
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from traitlets import Bool, Enum, Float, Instance, Int, Unicode, default
+from traitlets import Bool, Enum, Float, Int, Unicode, default
 from traitlets.config import LoggingConfigurable
 
-from ..daemon.errors import Conflict, NotFound, PrimeError
+from ..protocol.errors import Conflict, NotFound, PrimeError
 from . import entries as E
 from .files import SCOPES, HarnessFiles, digest
 from .versions import VersionStore, diff
-
-if TYPE_CHECKING:
-    from ..daemon.daemon import LiveSession
 
 HAND_EDIT = "user (hand edit)"
 
@@ -56,7 +51,6 @@ class Harness(LoggingConfigurable):
         "", config=True, help="Model for refinement (default: the daemon's default model)."
     )
     evidence_sessions = Int(8, config=True, help="Recent sessions a refinement reads as evidence.")
-    daemon = Instance("prime_kernel.daemon.daemon.Daemon", allow_none=True)
 
     @default("global_dir")
     def _default_global_dir(self) -> str:
@@ -70,9 +64,6 @@ class Harness(LoggingConfigurable):
             {"project": Path(self.project_dir), "global": Path(self.global_dir).expanduser()}
         )
         self._versions: dict[str, VersionStore] = {}
-        self._turns_since_refine = 0
-        self._last_auto_refine = 0.0
-        self._auto_task: asyncio.Task[Any] | None = None
 
     def close(self) -> None:
         for store in self._versions.values():
@@ -435,43 +426,6 @@ class Harness(LoggingConfigurable):
         from .context import build_context
 
         return build_context(self, record)
-
-    # -- refinement triggers (off by default) ---------------------------------------------
-    def turn_taken(self, live: LiveSession) -> None:
-        if self.auto_refine_every <= 0:
-            return
-        self._turns_since_refine += 1
-        if self._turns_since_refine >= self.auto_refine_every:
-            self._auto_refine(f"every {self.auto_refine_every} turns", None)
-
-    def session_ended(self, live: LiveSession) -> None:
-        if self.auto_refine_after_failure and live.record.get("state") == "FAILED":
-            self._auto_refine(f"session {live.id} failed", live.id)
-
-    def _auto_refine(self, trigger: str, session_id: str | None) -> None:
-        if self.daemon is None or (self._auto_task and not self._auto_task.done()):
-            return
-        if (
-            time.monotonic() - self._last_auto_refine < self.refine_cooldown
-            and self._last_auto_refine
-        ):
-            return
-        self._last_auto_refine = time.monotonic()
-        self._turns_since_refine = 0
-        from .refine import refine
-
-        task = asyncio.create_task(
-            refine(self.daemon, author="auto", trigger=trigger, session_id=session_id)
-        )
-        self._auto_task = task
-        # The daemon cancels its background tasks when it stops.
-        self.daemon._background.add(task)
-        task.add_done_callback(self.daemon._background.discard)
-        task.add_done_callback(self._auto_done)
-
-    def _auto_done(self, task: asyncio.Task[Any]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            self.log.error("automatic refinement failed: %s", task.exception())
 
 
 def _int(value: Any, name: str) -> int:

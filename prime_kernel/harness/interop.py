@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..daemon.errors import Conflict, PrimeError
-from ..daemon.store import atomic_write
+from ..protocol.errors import Conflict, PrimeError
+from ..util.files import atomic_write
 from . import entries as E
 from .harness import Harness
 

@@ -23,17 +23,21 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
-from ..daemon.errors import Conflict, NotFound, PrimeError
-from ..daemon.store import new_id
+from ..protocol.errors import Conflict, NotFound, PrimeError
+from ..util.files import new_id
 from . import entries as E
 
 if TYPE_CHECKING:
-    from ..daemon.daemon import Daemon, LiveSession
     from .harness import Harness
+
+# Asks the model: (model, messages) -> (reply text, usage with cost). Given by the caller, which
+# validates the model, and accounts for the call, as it sees fit.
+Complete = Callable[[str, list[dict[str, Any]]], Awaitable[tuple[str, dict[str, Any]]]]
 
 REPLY_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -106,64 +110,6 @@ _SECRETS = re.compile(
 )
 
 
-# -- evidence ---------------------------------------------------------------------------------
-def gather_evidence(
-    daemon: Daemon, session_id: str | None = None, limit: int = 8
-) -> list[dict[str, Any]]:
-    """What the recent sessions (or one session and its subtree) did, failed at and cost."""
-    store = daemon.store
-    if session_id:
-        root = store.get_session(session_id)
-        if root is None:
-            raise NotFound(f"no session {session_id}")
-        records = [root, *store.descendants(session_id)][:limit]
-    else:
-        records = [r for r in store.list_sessions(limit=limit * 3) if r["kind"] == "agent"][:limit]
-    out = []
-    for rec in records:
-        turns = 0
-        errors: list[dict[str, Any]] = []
-        for ev in store.events(rec["id"], kinds=["assistant", "cell", "error"]):
-            if ev["kind"] == "assistant":
-                turns += 1
-            elif ev["kind"] == "cell" and ev["data"].get("status") != "ok":
-                text = next(
-                    (
-                        f"{o.get('ename')}: {o.get('evalue')}"
-                        for o in ev["data"].get("outputs") or []
-                        if o.get("output_type") == "error"
-                    ),
-                    ev["data"].get("status"),
-                )
-                errors.append(
-                    {
-                        "turn": turns,
-                        "code": _clip(ev["data"].get("code", ""), 300),
-                        "error": _clip(str(text), 300),
-                    }
-                )
-            elif ev["kind"] == "error":
-                errors.append({"turn": turns, "error": _clip(str(ev["data"].get("message")), 300)})
-        usage = rec.get("usage") or {}
-        out.append(
-            {
-                "session_id": rec["id"],
-                "parent_id": rec.get("parent_id"),
-                "task": _clip(rec.get("prompt") or "", 600),
-                "model": rec.get("model"),
-                "state": rec.get("state"),
-                "error": rec.get("error"),
-                "answer": _clip(rec.get("answer_repr") or "", 300) or None,
-                "turns": turns,
-                "errors": errors[-8:],
-                "usage": {
-                    k: usage.get(k) for k in ("total_tokens", "cost", "model_calls", "cells")
-                },
-            }
-        )
-    return out
-
-
 def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[:n] + "…"
 
@@ -209,25 +155,28 @@ def parse_reply(text: str) -> dict[str, Any]:
 
 
 async def refine(
-    daemon: Daemon,
+    harness: Harness,
+    complete: Complete,
     *,
+    evidence: list[dict[str, Any]],
+    model: str,
+    max_turns: int,
     instructions: str | None = None,
     author: str = "user",
     trigger: str = "manual",
-    session_id: str | None = None,
-    caller: LiveSession | None = None,
 ) -> dict[str, Any]:
-    """Run one refinement; returns its record (status invalid / failed / proposed / applied)."""
-    harness = daemon.harness
+    """Run one refinement; returns its record (status invalid / failed / proposed / applied).
+
+    `evidence` is what the recent sessions did (the daemon gathers it from its store);
+    `max_turns` is the daemon's limit, which a role's max_turns may never exceed.
+    """
     if instructions is not None and not isinstance(instructions, str):
         raise PrimeError("refinement instructions must be a string")
-    evidence = gather_evidence(daemon, session_id, harness.evidence_sessions)
     past = [
         {k: r[k] for k in ("id", "created", "status", "summary", "expected_outcome")}
         | {"edits": [f"{e['op']} {e['kind']} {e['id']} ({e['status']})" for e in r["edits"]]}
         for r in harness.versions().refinements(limit=5)
     ]
-    model = harness.refine_model or daemon.resolve_model(None)
     user = json.dumps(
         {
             "instructions": instructions or "Improve the harness from the evidence.",
@@ -255,17 +204,13 @@ async def refine(
         {"role": "user", "content": user},
     ]
     try:
-        daemon.gateway.validate(model)
-        completion = await daemon.gateway.complete(model, messages, **daemon.model_kwargs)
+        text, usage = await complete(model, messages)
     except PrimeError as e:
         record["error"] = e.message
         harness.versions().put_refinement(record)
         return record
-    if caller is not None:
-        daemon._account_model_call(caller, completion)
-    text = str(completion.message.get("content") or "")
     record["reply"] = text
-    record["usage"] = {**completion.usage, "cost": completion.cost}
+    record["usage"] = usage
     try:
         reply = parse_reply(text)
     except PrimeError as e:
@@ -278,16 +223,18 @@ async def refine(
         rationale=reply["rationale"],
         expected_outcome=reply["expected_outcome"],
     )
-    record["edits"] = [_checked(daemon, harness, i, edit) for i, edit in enumerate(reply["edits"])]
+    record["edits"] = [
+        _checked(harness, max_turns, i, edit) for i, edit in enumerate(reply["edits"])
+    ]
     harness.versions().put_refinement(record)
     auto = [e["index"] for e in record["edits"] if e["status"] == "pending" and not e["flags"]]
     if harness.review_policy == "auto" and auto:
-        return apply_edits(daemon, record["id"], auto, approver="auto (review policy)")
+        return apply_edits(harness, record["id"], auto, approver="auto (review policy)")
     return _finish(harness, record)
 
 
 # -- safety -----------------------------------------------------------------------------------
-def _checked(daemon: Daemon, harness: Harness, index: int, raw: dict[str, Any]) -> dict[str, Any]:
+def _checked(harness: Harness, max_turns: int, index: int, raw: dict[str, Any]) -> dict[str, Any]:
     edit: dict[str, Any] = {**raw, "index": index, "status": "pending", "flags": [], "note": ""}
     edit.setdefault("evidence", [])
     try:
@@ -328,13 +275,13 @@ def _checked(daemon: Daemon, harness: Harness, index: int, raw: dict[str, Any]) 
         new_meta = raw.get("metadata", old_meta) or {}
         if new_meta.get("budget") != old_meta.get("budget"):
             return _refused(edit, "refinement cannot set or change a spec's budget")
-        old_turns = old_meta.get("max_turns") or daemon.max_turns
-        new_turns = new_meta.get("max_turns") or daemon.max_turns
-        if not isinstance(new_turns, int) or new_turns > min(old_turns, daemon.max_turns):
+        old_turns = old_meta.get("max_turns") or max_turns
+        new_turns = new_meta.get("max_turns") or max_turns
+        if not isinstance(new_turns, int) or new_turns > min(old_turns, max_turns):
             return _refused(
                 edit,
                 f"refinement cannot raise a spec's max_turns (to {new_turns}; the limit here "
-                f"is {min(old_turns, daemon.max_turns)})",
+                f"is {min(old_turns, max_turns)})",
             )
     if edit["kind"] == "skill":
         found = _SECRETS.search(text)
@@ -394,10 +341,13 @@ def _pending(record: dict[str, Any], indices: list[int] | None) -> list[dict[str
 
 
 def apply_edits(
-    daemon: Daemon, refinement_id: str, indices: list[int] | None = None, *, approver: str = "user"
+    harness: Harness,
+    refinement_id: str,
+    indices: list[int] | None = None,
+    *,
+    approver: str = "user",
 ) -> dict[str, Any]:
     """Approve and apply pending edits (all, or those indices)."""
-    harness = daemon.harness
     record = get_refinement(harness, refinement_id)
     for edit in _pending(record, indices):
         try:
@@ -499,35 +449,3 @@ def refine_command(message: str) -> str | None:
     if text != "/refine" and not text.startswith("/refine "):
         return None
     return text[len("/refine") :].strip()
-
-
-async def handle_command(daemon: Daemon, session_id: str, message: Any) -> dict[str, Any] | None:
-    """Run `/refine` sent to an agent, with its session (and children) as the evidence.
-
-    Returns a receipt shaped like a message receipt (plus the refinement), or None when the
-    message is not a `/refine` command and should be delivered as usual.
-    """
-    instructions = refine_command(message)
-    if instructions is None:
-        return None
-    target = daemon._record(session_id)  # a clear NotFound for unknown sessions
-    record = await refine(
-        daemon,
-        instructions=instructions or None,
-        author="user",
-        trigger=f"/refine sent to {session_id}",
-        session_id=session_id,
-    )
-    note = {"refinement_id": record["id"], "status": record["status"]}
-    live = daemon.live.get(session_id)
-    if live is not None:
-        daemon.record(live, "refinement", note)
-    else:
-        daemon.store.append_event(session_id, "refinement", note)
-    return {
-        "status": f"refinement {record['status']}",
-        "to": session_id,
-        "state": target["state"],
-        "message_id": record["id"],
-        "refinement": record,
-    }

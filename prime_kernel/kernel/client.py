@@ -13,69 +13,42 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-TOKEN_HEADER = "X-Prime-Token"
+# The protocol package is stdlib only, like this one: every error the daemon reports arrives
+# here as its own class (NotFound, BudgetExceeded, ...), so agent code catches them by name.
+from ..protocol.errors import (
+    BudgetExceeded,
+    Conflict,
+    DaemonUnreachable,
+    DepthExceeded,
+    Forbidden,
+    ModelError,
+    NotConnected,
+    NotFound,
+    PrimeError,
+    TooLarge,
+    from_json,
+)
+from ..protocol.wire import KERNEL_API, TOKEN_ENV, TOKEN_HEADER, URL_ENV
 
-
-class PrimeError(Exception):
-    """An error the daemon reported for a call made from this kernel."""
-
-    def __init__(self, message: str, *, code: str = "error", data: dict[str, Any] | None = None):
-        super().__init__(message)
-        self.code = code
-        self.data = data or {}
-
-
-class DaemonUnreachable(PrimeError, ConnectionError):
-    pass
-
-
-class NotConnected(PrimeError, RuntimeError):
-    pass
-
-
-class DepthExceeded(PrimeError):
-    pass
-
-
-class BudgetExceeded(PrimeError):
-    pass
-
-
-class ModelError(PrimeError, ValueError):
-    pass
-
-
-class TooLarge(PrimeError, ValueError):
-    pass
-
-
-class NotFound(PrimeError, LookupError):
-    pass
-
-
-class Forbidden(PrimeError, PermissionError):
-    pass
-
-
-class Conflict(PrimeError):
-    """Someone else changed the thing since you read it (e.g. a harness entry)."""
-
-
-_BY_CODE: dict[str, type[PrimeError]] = {
-    "depth_exceeded": DepthExceeded,
-    "budget_exceeded": BudgetExceeded,
-    "model_error": ModelError,
-    "not_found": NotFound,
-    "too_large": TooLarge,
-    "forbidden": Forbidden,
-    "conflict": Conflict,
-}
+__all__ = [
+    "BudgetExceeded",
+    "Conflict",
+    "DaemonClient",
+    "DaemonUnreachable",
+    "DepthExceeded",
+    "Forbidden",
+    "ModelError",
+    "NotConnected",
+    "NotFound",
+    "PrimeError",
+    "TooLarge",
+]
 
 
 class DaemonClient:
     def __init__(self, url: str | None = None, token: str | None = None) -> None:
-        self.url = url if url is not None else os.environ.get("PRIME_URL", "")
-        self.token = token if token is not None else os.environ.get("PRIME_TOKEN", "")
+        self.url = url if url is not None else os.environ.get(URL_ENV, "")
+        self.token = token if token is not None else os.environ.get(TOKEN_ENV, "")
 
     def _endpoint(self, path: str, query: dict[str, Any] | None = None) -> str:
         if not self.url or not self.token:
@@ -85,7 +58,7 @@ class DaemonClient:
                 "e.g. the 'Prime Agent' kernel, or any kernel of `jupyter lab` after "
                 "`pip install prime_kernel`"
             )
-        url = self.url.rstrip("/") + "/api/prime/kernel/" + path.lstrip("/")
+        url = self.url.rstrip("/") + KERNEL_API + "/" + path.lstrip("/")
         if query:
             url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
         return url
@@ -119,7 +92,7 @@ class DaemonClient:
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise DaemonUnreachable(
-                f"cannot reach the Prime daemon at {self.url}: {reason}", code="unreachable"
+                f"cannot reach the Prime daemon at {self.url}: {reason}"
             ) from None
         if binary:
             return payload
@@ -131,10 +104,11 @@ def _error_from(e: urllib.error.HTTPError) -> PrimeError:
         body = json.loads(e.read() or b"{}")
     except ValueError:
         body = {}
-    code = str(body.get("error") or "error")
-    message = str(body.get("message") or f"HTTP {e.code} {e.reason}")
-    data = {k: v for k, v in body.items() if k not in ("error", "message")}
-    cls = _BY_CODE.get(code, PrimeError)
+    if not isinstance(body, dict):
+        body = {}
+    error = from_json({"message": f"HTTP {e.code} {e.reason}", **body}, status=e.code)
     if e.code == 401:
-        message = f"the daemon refused this kernel's token: {message}"
-    return cls(message, code=code, data=data)
+        error = type(error)(
+            f"the daemon refused this kernel's token: {error.message}", **error.data
+        )
+    return error

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .primitives import _POLL, Handle, client
+from .primitives import POLL_SECONDS, Handle, client
 
 GROUPS = ("children", "siblings")
 
@@ -39,7 +39,11 @@ def recv(timeout: float | None = None) -> dict[str, Any] | None:
         )
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
-        wait = _POLL if deadline is None else max(0.0, min(_POLL, deadline - time.monotonic()))
+        wait = (
+            POLL_SECONDS
+            if deadline is None
+            else max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))
+        )
         out = client().request(
             "GET", "messages", query={"timeout": f"{wait:.3f}"}, timeout=wait + 30
         )

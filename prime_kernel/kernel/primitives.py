@@ -7,14 +7,15 @@ the caller's token — so code that rewrites these functions gains nothing.
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import pickle
 import time
 from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
-from .client import BudgetExceeded, DaemonClient, PrimeError
+from ..protocol.errors import BudgetExceeded, Cancelled, ChildBudgetExceeded, ChildFailed
+from ..protocol.states import TERMINAL as ENDED
+from .client import DaemonClient
 from .harness import EXPORTS as HARNESS_EXPORTS
 
 __all__ = [
@@ -31,9 +32,9 @@ __all__ = [
     "rlm",
 ]
 
-TERMINAL = frozenset({"DONE", "FAILED", "CANCELLED"})
+TERMINAL = frozenset(s.value for s in ENDED)
 # One long-poll is kept under typical proxy timeouts; result() loops over them.
-_POLL = 30.0
+POLL_SECONDS = 30.0
 
 _client: DaemonClient | None = None
 
@@ -43,18 +44,6 @@ def client() -> DaemonClient:
     if _client is None:
         _client = DaemonClient()
     return _client
-
-
-class Cancelled(PrimeError):
-    """The session was cancelled before it answered."""
-
-
-class ChildFailed(PrimeError):
-    """The session ended in failure; `.error` says why, `.partial` holds any partial answer."""
-
-
-class ChildBudgetExceeded(ChildFailed, BudgetExceeded):
-    """The session stopped because its budget (or one above it) ran out."""
 
 
 def _check_timeout(timeout: float | None) -> None:
@@ -131,7 +120,9 @@ class Handle:
         deadline = None if timeout is None else time.monotonic() + timeout
         record = self._record
         while not self._settled(record):
-            remaining = _POLL if deadline is None else min(_POLL, deadline - time.monotonic())
+            remaining = (
+                POLL_SECONDS if deadline is None else min(POLL_SECONDS, deadline - time.monotonic())
+            )
             if remaining <= 0:
                 raise TimeoutError(f"session {self.session_id} has not ended after {timeout} s")
             record = client().request(
@@ -148,18 +139,15 @@ class Handle:
         record = self.wait(timeout)
         state = record["state"]
         if state == "CANCELLED":
-            raise Cancelled(f"session {self.session_id} was cancelled", code="cancelled")
+            raise Cancelled(f"session {self.session_id} was cancelled")
         if state == "FAILED":
             partial = self._answer() if record.get("has_answer") else None
             over = bool((record.get("budget") or {}).get("exceeded"))
-            err = (ChildBudgetExceeded if over else ChildFailed)(
+            raise (ChildBudgetExceeded if over else ChildFailed)(
                 f"session {self.session_id} failed: {record.get('error')}",
-                code="failed",
-                data={"error": record.get("error"), "partial": partial},
+                error=record.get("error"),
+                partial=partial,
             )
-            err.error = record.get("error")  # type: ignore[attr-defined]
-            err.partial = partial  # type: ignore[attr-defined]
-            raise err
         return self._answer()
 
     def _answer(self) -> Any:
@@ -195,7 +183,7 @@ def _rlm_request(
     body.update({k: v for k, v in options.items() if v is not None})
     if has_context:
         data = _pickle(context, "the context")
-        blob = client().request("POST", "blobs", raw=data)
+        blob = client().request("POST", "blobs", raw=data, query={"what": "context"})
         body["context_blob"] = blob["blob_id"]
         body["context_type"] = (
             f"{type(context).__module__}.{type(context).__qualname__}".removeprefix("builtins.")
@@ -316,9 +304,9 @@ def answer(value: Any) -> None:
     text = repr(value)
     if len(text) > 2000:
         text = text[:2000] + "…"
-    client().request(
-        "POST", "answer", {"repr": text, "pickle": base64.b64encode(data).decode("ascii")}
-    )
+    # The value travels as raw bytes (a blob), so the daemon never decodes it on its loop.
+    blob = client().request("POST", "blobs", raw=data, query={"what": "answer"})
+    client().request("POST", "answer", {"repr": text, "blob_id": blob["blob_id"]})
 
 
 def FINAL(value: Any) -> None:
@@ -328,7 +316,7 @@ def FINAL(value: Any) -> None:
 
 def FINAL_VAR(name: str) -> None:
     """Answer with the REPL variable called `name` (Recursive Language Models paper)."""
-    ns = _user_ns()
+    ns = user_namespace()
     if name not in ns:
         raise NameError(f"FINAL_VAR: there is no variable named {name!r} in the REPL")
     answer(ns[name])
@@ -375,7 +363,7 @@ def load_context() -> Any:
     return pickle.loads(client().request("GET", "context", binary=True))
 
 
-def _user_ns() -> dict[str, Any]:
+def user_namespace() -> dict[str, Any]:
     try:
         from IPython import get_ipython
 

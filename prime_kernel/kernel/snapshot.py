@@ -15,7 +15,7 @@ import pickle
 import types
 from typing import Any
 
-from .primitives import _user_ns, client
+from .primitives import client, user_namespace
 
 MARKER = "PRIME_SNAPSHOT "
 
@@ -29,7 +29,7 @@ def _namespace() -> tuple[dict[str, Any], set[str]]:
     except ImportError:
         ip = None
     if ip is None:
-        return _user_ns(), set()
+        return user_namespace(), set()
     return ip.user_ns, set(ip.user_ns_hidden)
 
 
@@ -40,6 +40,12 @@ def _why_not(value: Any) -> str | None:
     if getattr(type(value), "__module__", None) == "__main__":
         return "an instance of a class defined in the REPL"
     return None
+
+
+def names() -> list[str]:
+    """The user's names in the REPL (what a snapshot would try to save), sorted."""
+    ns, hidden = _namespace()
+    return sorted(n for n in ns if not n.startswith("_") and n not in hidden)
 
 
 def save() -> None:
@@ -62,7 +68,7 @@ def save() -> None:
         if reason is not None:
             skipped[name] = reason
     data = pickle.dumps({"values": values, "modules": modules, "skipped": skipped})
-    blob = client().request("POST", "blobs", raw=data)
+    blob = client().request("POST", "blobs", raw=data, query={"what": "snapshot"})
     report = {
         "blob_id": blob["blob_id"],
         "size": len(data),

@@ -93,10 +93,10 @@ def get_script(name: str) -> Script:
 def _register_price(name: str) -> None:
     # Only once litellm is fully imported (another thread may be importing it right now);
     # import_litellm() registers every known script's price when it finishes.
-    from ..daemon import models
+    from . import router
 
-    if models._litellm is not None:
-        register_prices(models._litellm, [name])
+    if router.litellm_module() is not None:
+        register_prices(router.litellm_module(), [name])
 
 
 def register_prices(litellm: Any, names: list[str] | None = None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -10,16 +11,11 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Instance, Type
 
 from ..daemon.daemon import Daemon
-from . import (
-    export_handlers,
-    handlers,
-    harness_handlers,
-    kernel_compaction_handlers,
-    kernel_export_handlers,
-    kernel_handlers,
-    kernel_harness_handlers,
-    messaging_handlers,
-)
+from ..daemon.events import SessionEvent
+from ..models.router import import_litellm
+from ..protocol.wire import API
+from . import exports, harness, messages, sessions
+from .base import NoRouteHandler
 
 SESSION_SCHEMA_ID = "https://events.prime-kernel.dev/prime_kernel/session/v1"
 SCHEMA_PATH = Path(__file__).parent / "event_schemas" / "session" / "v1.yaml"
@@ -42,12 +38,18 @@ class PrimeApp(ExtensionApp):
     def initialize_settings(self) -> None:
         serverapp = self.serverapp
         assert serverapp is not None
+        # litellm takes seconds to import: start now, in a thread, so the first rlm() after a
+        # start does not wait for it (the daemon awaits the same import when it starts).
+        threading.Thread(target=import_litellm, name="import-litellm", daemon=True).start()
         self.daemon = self.daemon_class(
             parent=self,
             root_dir=serverapp.root_dir,
             kernel_manager=serverapp.kernel_manager,
             log=self.log,
         )
+        token = getattr(serverapp.identity_provider, "token", "")
+        self.daemon.host_secrets = {token} if token else set()
+        self.daemon.open()
         self.daemon.kernel_path = self._kernel_path
         self.settings["prime_daemon"] = self.daemon
         # ServerApp creates its event logger before it loads extensions.
@@ -58,12 +60,9 @@ class PrimeApp(ExtensionApp):
             KernelProvisionerFactory.instance().default_provisioner_name = "prime-provisioner"
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(handlers.HANDLERS)
-        self.handlers.extend(kernel_handlers.HANDLERS)
-        self.handlers.extend(messaging_handlers.HANDLERS)
-        self.handlers.extend(harness_handlers.HANDLERS + kernel_harness_handlers.HANDLERS)
-        self.handlers.extend(export_handlers.HANDLERS + kernel_export_handlers.HANDLERS)
-        self.handlers.extend(kernel_compaction_handlers.HANDLERS)
+        for module in (sessions, messages, harness, exports):
+            self.handlers.extend(module.HANDLERS)
+        self.handlers.append((rf"{API}/.*", NoRouteHandler))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Runs once the server listens, so the URL kernels call back to is known.
@@ -76,9 +75,9 @@ class PrimeApp(ExtensionApp):
         if self.daemon is not None:
             await self.daemon.stop()
 
-    def _emit(self, note: dict[str, Any]) -> None:
+    def _emit(self, note: SessionEvent) -> None:
         assert self.serverapp is not None and self.serverapp.event_logger is not None
-        self.serverapp.event_logger.emit(schema_id=SESSION_SCHEMA_ID, data=note)
+        self.serverapp.event_logger.emit(schema_id=SESSION_SCHEMA_ID, data=note.to_json())
 
     async def _kernel_path(self, kernel_id: str) -> str | None:
         assert self.serverapp is not None

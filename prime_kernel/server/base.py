@@ -1,36 +1,36 @@
-"""Handler plumbing shared by the user-facing and kernel-facing APIs."""
+"""What every handler shares, as jupyter_server does it: errors turned into JSON once
+(`write_error`), bodies parsed and validated by their schema once (`body`), authentication
+applied once per audience (`UserHandler`, `KernelHandler`) instead of decorators on every
+method, and the calling session resolved once per kernel request (`KernelHandler.caller`).
+"""
 
 from __future__ import annotations
 
-import functools
 import json
-import math
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+import sys
+from functools import cache
+from typing import Any
 
+import jsonschema
+from jsonschema.validators import validator_for
+from jupyter_server.auth.decorator import allow_unauthenticated, authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
+from referencing import Registry, Resource
+from tornado import web
 
 from ..daemon.daemon import Daemon
-from ..daemon.errors import PrimeError
+from ..daemon.session import LiveSession
+from ..protocol import rest
+from ..protocol.errors import InvalidRequest, NotFound, PrimeError
+from ..protocol.wire import TOKEN_HEADER
 
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
-
-
-def prime_errors(method: F) -> F:
-    """Report a PrimeError (or bad JSON) as a JSON error with its status, not a 500."""
-
-    @functools.wraps(method)
-    async def wrapper(self: PrimeHandler, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await method(self, *args, **kwargs)
-        except PrimeError as e:
-            self.set_status(e.status)
-            self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps(e.to_json()))
-            return None
-
-    return wrapper  # type: ignore[return-value]
+AUTH_RESOURCE = "prime"
+_METHODS = ("get", "post", "put", "delete", "patch")
+# Deeper JSON is refused before it is validated (a validator recursing on it could overflow).
+MAX_DEPTH = 64
+# Integers in queries: ids and counts fit in SQLite's 64-bit integers.
+MAX_INT = 2**62
 
 
 class PrimeHandler(ExtensionHandlerMixin, APIHandler):
@@ -38,30 +38,216 @@ class PrimeHandler(ExtensionHandlerMixin, APIHandler):
     def daemon(self) -> Daemon:
         return self.settings["prime_daemon"]
 
-    def json_body(self) -> dict[str, Any]:
+    # -- errors ---------------------------------------------------------------------------------
+    def _handle_request_exception(self, e: BaseException) -> None:
+        if isinstance(e, PrimeError) and not self._finished:
+            self.send_error(e.status, exc_info=sys.exc_info())
+            return
+        super()._handle_request_exception(e)
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, PrimeError):  # the caller's mistake, answered: no traceback
+            self.log.info(
+                "%s %s: %s %s", self.request.method, self.request.path, value.status, value
+            )
+            return
+        super().log_exception(typ, value, tb)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        error = (kwargs.get("exc_info") or (None, None, None))[1]
+        if isinstance(error, PrimeError):
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps(error.to_json(), default=str))
+            return
+        super().write_error(status_code, **kwargs)
+
+    # -- requests -------------------------------------------------------------------------------
+    def body(self, schema: str | None = None) -> dict[str, Any]:
+        """The request's JSON object, checked against `schema` (a name in protocol/schemas)."""
         try:
-            body = json.loads(self.request.body or b"{}")
+            data = json.loads(self.request.body or b"{}")
+        except RecursionError:
+            raise InvalidRequest("the request body is nested too deeply") from None
         except ValueError as e:
-            raise PrimeError(f"the request body is not valid JSON: {e}") from None
-        if not isinstance(body, dict):
-            raise PrimeError("the request body must be a JSON object")
-        return body
+            raise InvalidRequest(f"the request body is not valid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise InvalidRequest("the request body must be a JSON object")
+        check_json(data)
+        if schema is not None:
+            validate(schema, data)
+        return data
+
+    def query_int(self, name: str, *, default: int | None = None, low: int = 0) -> int | None:
+        value = self.get_argument(name, None)
+        if value is None or value == "":
+            return default
+        try:
+            number = int(value)
+        except ValueError:
+            raise InvalidRequest(f"{name} must be an integer, not {value[:40]!r}") from None
+        if not low <= number <= MAX_INT:
+            raise InvalidRequest(f"{name} must be an integer from {low} to {MAX_INT}")
+        return number
+
+    def query_seconds(self, name: str, default: float, maximum: float) -> float:
+        value = self.get_argument(name, None)
+        if value is None or value == "":
+            return default
+        try:
+            number = float(value)
+        except ValueError:
+            raise InvalidRequest(
+                f"{name} must be a number of seconds, not {value[:40]!r}"
+            ) from None
+        if not 0 <= number < float("inf"):
+            raise InvalidRequest(f"{name} must be a finite, non-negative number of seconds")
+        return min(number, maximum)
 
     def write_json(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(data, default=str))
 
+    async def reply(self, data: Any, status: int = 200) -> None:
+        """Answer a request that changed something, once the change is durable."""
+        await self.daemon.store.flush(timeout=30)
+        self.write_json(data, status)
 
-def number_arg(value: str | None, name: str, *, default: float | None = None) -> float | None:
-    if value is None or value == "":
-        return default
+
+class UserHandler(PrimeHandler):
+    """A route for people: jupyter_server's authentication and authorization (resource
+    `prime`), applied to every HTTP method the subclass defines."""
+
+    auth_resource = AUTH_RESOURCE
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in _METHODS:
+            if name in cls.__dict__:
+                setattr(cls, name, web.authenticated(authorized(cls.__dict__[name])))
+
+
+class KernelHandler(PrimeHandler):
+    """A route for kernels: authenticated by the session capability token in the
+    X-Prime-Token header alone, never by a cookie. `self.caller` is the calling session."""
+
+    caller: LiveSession
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in _METHODS:
+            if name in cls.__dict__:
+                setattr(cls, name, allow_unauthenticated(cls.__dict__[name]))
+
+    def check_xsrf_cookie(self) -> None:
+        # Authenticated by a header token, never by a cookie: cross-site requests cannot
+        # forge it, so the XSRF cookie check does not apply.
+        return
+
+    async def prepare(self, **kwargs: Any) -> None:
+        await super().prepare(**kwargs)
+        self.caller = await self.daemon.caller(self.request.headers.get(TOKEN_HEADER))
+
+
+class NoRouteHandler(PrimeHandler):
+    """Any other path under /api/prime/: a JSON 404, not tornado's HTML page."""
+
+    def prepare(self) -> None:  # type: ignore[override]
+        raise NotFound(f"no route {self.request.method} {self.request.path}")
+
+
+def check_json(value: Any) -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH or holding strings that are not valid Unicode
+    (lone surrogates such as \\ud800, which nothing downstream could store)."""
+    stack: list[tuple[Any, int, str]] = [(value, 0, "")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidRequest(f"the request body is nested deeper than {MAX_DEPTH} levels")
+        if isinstance(node, str):
+            _unicode(node, path)
+        elif isinstance(node, dict):
+            for key, item in node.items():
+                _unicode(key, path)
+                stack.append((item, depth + 1, f"{path}/{key}"))
+        elif isinstance(node, list):
+            stack.extend((item, depth + 1, f"{path}/{i}") for i, item in enumerate(node))
+
+
+def _unicode(text: str, path: str) -> None:
     try:
-        number = float(value)
-    except ValueError:
-        raise PrimeError(f"{name} must be a number, not {value!r}") from None
-    if not math.isfinite(number):
-        raise PrimeError(f"{name} must be a finite number, not {value!r}")
-    if number < 0:
-        raise PrimeError(f"{name} must not be negative")
-    return number
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        where = f" at {path}" if path else ""
+        raise InvalidRequest(
+            f"the request body{where} is not valid Unicode: it holds a lone surrogate "
+            "(such as \\ud800)"
+        ) from None
+
+
+@cache
+def _validator(name: str) -> Any:
+    registry: Registry[Any] = Registry().with_resources(
+        (f"{n}.json", Resource.from_contents(rest.schema(n))) for n in rest.names()
+    )
+    schema = rest.schema(name)
+    return validator_for(schema)(schema, registry=registry)
+
+
+def validate(name: str, data: Any) -> None:
+    """Check `data` against the schema `name`; InvalidRequest naming the field if it fails."""
+    error = jsonschema.exceptions.best_match(_validator(name).iter_errors(data))
+    if error is not None:
+        raise InvalidRequest(_explain(error))
+
+
+_TYPES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "an object",
+    "array": "a list",
+    "null": "null",
+}
+
+
+def _explain(error: Any) -> str:
+    """A jsonschema error as one sentence a person can act on."""
+    where = ".".join(str(p) for p in error.absolute_path)
+    field = f"'{where}'" if where else "the request body"
+    got = repr(error.instance)
+    got = got if len(got) <= 60 else got[:57] + "..."
+    rule, value = error.validator, error.validator_value
+    if rule == "additionalProperties":
+        known = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(known))
+        inside = f" in '{where}'" if where else ""
+        return (
+            f"unknown field{'s' if len(extra) > 1 else ''}{inside}: {', '.join(extra)} "
+            f"(known: {', '.join(known)})"
+        )
+    if rule == "type":
+        kinds = [value] if isinstance(value, str) else list(value)
+        return f"{field} must be {' or '.join(_TYPES.get(k, k) for k in kinds)}, not {got}"
+    if rule == "required":
+        missing = [k for k in value if k not in error.instance]
+        return f"{field} needs '{missing[0] if missing else value[0]}'"
+    if rule in ("minimum", "exclusiveMinimum"):
+        bound = "at least" if rule == "minimum" else "more than"
+        return f"{field} must be {bound} {value:g}, not {got}"
+    if rule in ("maximum", "exclusiveMaximum"):
+        return f"{field} must be at most {value:g}, not {got}"
+    if rule == "minLength":
+        return f"{field} must not be empty" if value == 1 else f"{field} is too short"
+    if rule == "maxLength":
+        return f"{field} is too long: at most {value} characters"
+    if rule == "minItems":
+        return f"{field} must not be empty" if value == 1 else f"{field} has too few items"
+    if rule == "maxItems":
+        return f"{field} has too many items: at most {value}"
+    if rule == "enum":
+        return f"{field} must be one of {', '.join(map(repr, value))}, not {got}"
+    if rule == "pattern":
+        return f"{field} is not a valid value: {got}"
+    return f"{field}: {error.message[:200]}"

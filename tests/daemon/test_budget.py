@@ -1,4 +1,4 @@
-"""Budget validation, admission of children and checks, over a real store (no kernels)."""
+"""Budget validation, admission of children and checks, over an in-memory registry."""
 
 from __future__ import annotations
 
@@ -11,14 +11,19 @@ import pytest
 from prime_kernel.cli.main import main as cli_main
 from prime_kernel.daemon import budget
 from prime_kernel.daemon import usage as usage_mod
-from prime_kernel.daemon.daemon import Daemon, LiveSession
-from prime_kernel.daemon.errors import BudgetExceeded, PrimeError
+from prime_kernel.daemon.accounting import Accounting
+from prime_kernel.daemon.records import SessionRecord
+from prime_kernel.daemon.registry import SessionRegistry
+from prime_kernel.protocol.errors import BudgetExceeded, PrimeError
+from prime_kernel.protocol.states import SessionKind, SessionState
 
 
 @pytest.mark.parametrize(
     ("value", "message"),
     [
         ({"tokens": -1}, "must not be negative"),
+        ({"tokens": 0}, "leaves nothing to spend"),
+        ({"tokens": 10**400}, "must be a finite number up to"),
         ({"dollars": "a lot"}, "must be a finite number"),
         ({"turns": True}, "must be a finite number"),
         ({"seconds": float("inf")}, "must be a finite number"),
@@ -40,82 +45,82 @@ def test_parse_keeps_numbers_and_drops_empty() -> None:
     assert budget.parse(None) is None
 
 
-def _session(daemon: Daemon, sid: str, parent: str | None, **fields: Any) -> LiveSession:
-    record: dict[str, Any] = {
-        "id": sid,
-        "name": sid,
-        "prompt": "p",
-        "model": "scripted/echo",
-        "state": "RUNNING",
-        "kind": "agent",
-        "parent_id": parent,
-        "root_id": parent or sid,
-        "depth": 0 if parent is None else 1,
-        "created": time.time(),
-        "started": time.time(),
-        "options": {},
-        "usage": usage_mod.empty(),
+def _session(accounts: Accounting, sid: str, parent: str | None, **fields: Any) -> SessionRecord:
+    record = SessionRecord(
+        id=sid,
+        name=sid,
+        prompt="p",
+        model="scripted/echo",
+        state=SessionState.RUNNING,
+        kind=SessionKind.AGENT,
+        parent_id=parent,
+        root_id=parent or sid,
+        depth=0 if parent is None else 1,
+        created=time.time(),
+        started=fields.pop("started", time.time()),
+        usage=usage_mod.empty(),
         **fields,
-    }
-    daemon.store.insert_session(record)
-    live = daemon.live[sid] = LiveSession(record)
-    return live
+    )
+    return accounts.registry.add(record, lambda sid, fields: None)
 
 
-def _spend(live: LiveSession, tokens: int, cost: float = 0.0, calls: int = 1) -> None:
-    live.record["usage"].update(total_tokens=tokens, cost=cost, model_calls=calls)
+def _spend(record: SessionRecord, tokens: int, cost: float = 0.0, calls: int = 1) -> None:
+    record.update(
+        usage={**record.usage, "total_tokens": tokens, "cost": cost, "model_calls": calls}
+    )
 
 
 @pytest.fixture
-def daemon(tmp_path: Path) -> Daemon:
-    return Daemon(root_dir=str(tmp_path))
+def accounts() -> Accounting:
+    """Budgets over an in-memory registry: the rules need no store, kernels or server."""
+    return Accounting(SessionRegistry())
 
 
-def test_children_spend_against_the_parent(daemon: Daemon) -> None:
-    parent = _session(daemon, "p", None, budget={"tokens": 1000, "dollars": 1.0})
-    child = _session(daemon, "c", "p")
+def test_children_spend_against_the_parent(accounts: Accounting) -> None:
+    parent = _session(accounts, "p", None, budget={"tokens": 1000, "dollars": 1.0})
+    child = _session(accounts, "c", "p")
     _spend(parent, 300)
     # A child may have what remains (700 tokens), not more.
-    assert budget.admit(daemon, "p", {"tokens": 700}) == {"tokens": 700}
+    assert accounts.admit(parent, {"tokens": 700}, None) == {"tokens": 700}
     with pytest.raises(PrimeError, match="more than what remains of the parent's budget"):
-        budget.admit(daemon, "p", {"tokens": 701})
+        accounts.admit(parent, {"tokens": 701}, None)
     with pytest.raises(PrimeError, match="dollars=2 is more than what remains"):
-        budget.admit(daemon, "p", {"dollars": 2})
-    budget.check(daemon, child)  # 300 of 1000: fine
+        accounts.admit(parent, {"dollars": 2}, None)
+    accounts.check(child)  # 300 of 1000: fine
     _spend(child, 700)  # the child's spend counts against the parent's budget
-    assert budget.spent(daemon, "p")["tokens"] == 1000
+    assert accounts.spent("p")["tokens"] == 1000
     with pytest.raises(BudgetExceeded, match="ancestor session p") as info:
-        budget.check(daemon, child)
+        accounts.check(child)
     assert info.value.data["limit"] == "tokens"
-    assert child.record["budget"]["exceeded"]["session_id"] == "p"
-    assert daemon.store.get_session("c")["budget"]["exceeded"]["spent"] == 1000
+    assert child.budget is not None and child.budget["exceeded"]["session_id"] == "p"
+    assert child.budget["exceeded"]["spent"] == 1000
     with pytest.raises(BudgetExceeded, match="this session's budget"):
-        budget.check(daemon, parent)
+        accounts.check(parent)
     with pytest.raises(BudgetExceeded, match="cannot start a child"):
-        budget.admit(daemon, "p", None)
+        accounts.admit(parent, None, None)
 
 
-def test_turns_seconds_and_dollars(daemon: Daemon) -> None:
-    live = _session(daemon, "t", None, budget={"turns": 2})
+def test_turns_seconds_and_dollars(accounts: Accounting) -> None:
+    live = _session(accounts, "t", None, budget={"turns": 2})
     _spend(live, 10, calls=1)
-    budget.check(daemon, live)
+    accounts.check(live)
     _spend(live, 20, calls=2)
     with pytest.raises(BudgetExceeded, match="2 of 2 model calls"):
-        budget.check(daemon, live)
-    slow = _session(daemon, "s", None, budget={"seconds": 5}, started=time.time() - 6)
+        accounts.check(live)
+    slow = _session(accounts, "s", None, budget={"seconds": 5}, started=time.time() - 6)
     with pytest.raises(BudgetExceeded, match="seconds"):
-        budget.check(daemon, slow)
-    pricey = _session(daemon, "d", None, budget={"dollars": 0.01})
+        accounts.check(slow)
+    pricey = _session(accounts, "d", None, budget={"dollars": 0.01})
     _spend(pricey, 10, cost=0.02)
     with pytest.raises(BudgetExceeded, match="dollars"):
-        budget.check(daemon, pricey)
+        accounts.check(pricey)
 
 
-def test_root_default_budget_from_config(daemon: Daemon) -> None:
-    assert budget.admit(daemon, None, None, {"tokens": 50}) == {"tokens": 50}
-    assert budget.admit(daemon, None, {"turns": 3}, {"tokens": 50}) == {"turns": 3}
+def test_root_default_budget_from_config(accounts: Accounting) -> None:
+    assert accounts.admit(None, None, {"tokens": 50}) == {"tokens": 50}
+    assert accounts.admit(None, {"turns": 3}, {"tokens": 50}) == {"turns": 3}
     with pytest.raises(PrimeError, match="configured default budget is invalid"):
-        budget.admit(daemon, None, None, {"tokens": -5})
+        accounts.admit(None, None, {"tokens": -5})
 
 
 def test_cli_refuses_a_bad_budget_before_starting(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,20 +14,17 @@ from traitlets import TraitError
 
 from prime_kernel.daemon import compaction
 from prime_kernel.daemon import usage as usage_mod
-from prime_kernel.daemon.compaction import (
-    SUMMARY_HEADER,
-    SUMMARY_INSTRUCTION,
-    compact_if_needed,
-    compact_messages,
-    request_compaction,
-)
-from prime_kernel.daemon.daemon import Daemon, LiveSession
-from prime_kernel.daemon.errors import Forbidden, ModelError
-from prime_kernel.daemon.models import Completion, ModelGateway
+from prime_kernel.daemon.compaction import SUMMARY_HEADER, SUMMARY_INSTRUCTION, compact_messages
+from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.daemon.prompts import FENCED_EXAMPLE
+from prime_kernel.daemon.records import SessionRecord
+from prime_kernel.daemon.session import LiveSession
+from prime_kernel.models.router import Completion, ModelRouter
+from prime_kernel.protocol.errors import Forbidden, ModelError
+from prime_kernel.protocol.states import SessionKind, SessionState
 
 
-class FakeGateway(ModelGateway):
+class FakeRouter(ModelRouter):
     """A window of `window` tokens, four characters a token, and a canned summary."""
 
     def __init__(self, window: int | None = 1000, fail: bool = False) -> None:
@@ -92,7 +90,7 @@ def test_head_keeps_the_fenced_examples_and_the_task() -> None:
 
 
 def test_middle_is_replaced_by_one_summary_message() -> None:
-    gateway = FakeGateway()
+    gateway = FakeRouter()
     messages = _conversation(5)
     result = asyncio.run(
         compact_messages(gateway, "m", messages, keep_recent=4, window=1000, temperature=0)
@@ -115,7 +113,7 @@ def test_middle_is_replaced_by_one_summary_message() -> None:
 def test_failed_summary_drops_the_middle_with_a_note() -> None:
     messages = _conversation(5)
     result = asyncio.run(
-        compact_messages(FakeGateway(fail=True), "m", messages, keep_recent=4, window=1000)
+        compact_messages(FakeRouter(fail=True), "m", messages, keep_recent=4, window=1000)
     )
     assert result is not None and result.completion is None
     assert result.error is not None and "rate limited" in result.error
@@ -128,87 +126,88 @@ def test_failed_summary_drops_the_middle_with_a_note() -> None:
 def test_nothing_between_task_and_recent_turns_is_left_alone() -> None:
     messages = _conversation(2)
     assert (
-        asyncio.run(compact_messages(FakeGateway(), "m", messages, keep_recent=6, window=None))
+        asyncio.run(compact_messages(FakeRouter(), "m", messages, keep_recent=6, window=None))
         is None
     )
 
 
 @pytest.fixture
-def daemon(tmp_path: Path) -> Daemon:
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
     d = Daemon(root_dir=str(tmp_path), compact_at=0.5, compact_keep_recent=2)
-    d.gateway = FakeGateway(window=1000)
-    return d
+    d.router = FakeRouter(window=1000)
+    d.open()
+    yield d
+    asyncio.run(d.store.close())
 
 
-def _session(daemon: Daemon, kind: str = "agent") -> LiveSession:
-    record: dict[str, Any] = {
-        "id": "s1",
-        "name": "s1",
-        "prompt": "count things",
-        "model": "fake/model",
-        "state": "RUNNING",
-        "kind": kind,
-        "parent_id": None,
-        "root_id": "s1",
-        "depth": 0,
-        "created": time.time(),
-        "started": time.time(),
-        "options": {},
-        "usage": usage_mod.empty(),
-    }
-    daemon.store.insert_session(record)
-    live = daemon.live["s1"] = LiveSession(record)
+def _session(daemon: Daemon, messages: list[dict[str, Any]], kind: str = "agent") -> LiveSession:
+    record = SessionRecord(
+        id="s1",
+        name="s1",
+        prompt="count things",
+        model="fake/model",
+        state=SessionState.RUNNING,
+        kind=SessionKind(kind),
+        root_id="s1",
+        created=time.time(),
+        started=time.time(),
+        usage=usage_mod.empty(),
+    )
+    daemon.store.insert_session(record.to_row())
+    daemon.registry.add(record, daemon.store.update_session)
+    live = daemon.new_live(record)
+    live.conversation.load(messages)
     return live
 
 
 def _compactions(daemon: Daemon) -> list[dict[str, Any]]:
-    return [e["data"] for e in daemon.store.events("s1") if e["kind"] == "compaction"]
+    found = asyncio.run(daemon.store.events("s1", kinds=["compaction"]))
+    return [e["data"] for e in found]
 
 
 def test_compacts_past_the_threshold_and_counts_the_summary_call(daemon: Daemon) -> None:
-    live = _session(daemon)
-    messages = _conversation(2)  # about 300 tokens: under half the window
-    asyncio.run(compact_if_needed(daemon, live, messages))
-    assert _compactions(daemon) == [] and len(messages) == 6
+    live = _session(daemon, _conversation(2))  # about 300 tokens: under half the window
+    asyncio.run(daemon.before_turn(live))
+    assert _compactions(daemon) == [] and len(live.conversation) == 6
 
-    messages = _conversation(5)  # about 700 tokens
-    asyncio.run(compact_if_needed(daemon, live, messages))
+    live.conversation.load(_conversation(5))  # about 700 tokens
+    asyncio.run(daemon.before_turn(live))
     (event,) = _compactions(daemon)
     assert event["reason"] == "window" and event["summarised_messages"] == 8
     assert event["summary"] == "x holds 42"
     assert event["before_tokens"] > 500 > event["after_tokens"]
-    assert len(messages) == 5  # system, task, summary, the last turn
-    assert live.record["usage"]["model_calls"] == 1
-    assert live.record["usage"]["total_tokens"] == 110
+    assert len(live.conversation) == 5  # system, task, summary, the last turn
+    assert live.record.usage["model_calls"] == 1
+    assert live.record.usage["total_tokens"] == 110
+    # The compacted conversation is what the store keeps (a restarted daemon resumes it).
+    assert asyncio.run(daemon.store.conversation("s1")) == live.conversation.messages
 
 
 def test_zero_turns_automatic_compaction_off_but_compact_still_works(daemon: Daemon) -> None:
     daemon.compact_at = 0
-    live = _session(daemon)
-    messages = _conversation(5)
-    asyncio.run(compact_if_needed(daemon, live, messages))
+    live = _session(daemon, _conversation(5))
+    asyncio.run(daemon.before_turn(live))
     assert _compactions(daemon) == []
 
-    assert request_compaction(live) == {"session_id": "s1", "requested": True}
-    asyncio.run(compact_if_needed(daemon, live, messages))
+    assert daemon.request_compaction(live) == {"session_id": "s1", "requested": True}
+    asyncio.run(daemon.before_turn(live))
     (event,) = _compactions(daemon)
     assert event["reason"] == "requested" and not live.compact_requested
 
 
 def test_a_failed_summary_is_recorded_and_the_session_goes_on(daemon: Daemon) -> None:
-    daemon.gateway = FakeGateway(window=1000, fail=True)
-    live = _session(daemon)
-    messages = _conversation(5)
-    asyncio.run(compact_if_needed(daemon, live, messages))
+    daemon.router = FakeRouter(window=1000, fail=True)
+    live = _session(daemon, _conversation(5))
+    asyncio.run(daemon.before_turn(live))
     (event,) = _compactions(daemon)
     assert event["summary"] == "" and "rate limited" in event["error"]
-    assert live.record["usage"]["model_calls"] == 0
-    assert messages[2]["content"].startswith(SUMMARY_HEADER)
+    assert live.record.usage["model_calls"] == 0
+    assert live.conversation[2]["content"].startswith(SUMMARY_HEADER)
 
 
 def test_compact_is_refused_for_a_notebook_session(daemon: Daemon) -> None:
     with pytest.raises(Forbidden, match="compact\\(\\) is for agent sessions"):
-        request_compaction(_session(daemon, kind="notebook"))
+        daemon.request_compaction(_session(daemon, [], kind="notebook"))
 
 
 @pytest.mark.parametrize("value", [-0.1, 1.5])

@@ -13,6 +13,7 @@ from jupyter_client.session import Session
 
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.export import NotebookExporter
+from prime_kernel.util.redact import Redactor
 
 # A 1x1 red PNG.
 PNG_B64 = (
@@ -35,7 +36,7 @@ async def finish(daemon: Daemon, prompt: str, model: str, **options: Any) -> dic
 async def person_runs(daemon: Daemon, session_id: str, code: str) -> None:
     """Run `code` in a session's kernel as a person at a console would (their own client)."""
     assert daemon.kernel_manager is not None
-    km = daemon.kernel_manager.get_kernel(daemon.live[session_id].record["kernel_id"])
+    km = daemon.kernel_manager.get_kernel(daemon.registry.get(session_id).kernel_id)
     client = km.client(session=Session(key=km.session.key))
     client.start_channels()
     try:
@@ -66,4 +67,13 @@ def text_of(nb: nbformat.NotebookNode) -> str:
 
 @pytest.fixture
 def exporter(daemon: Daemon) -> NotebookExporter:
-    return NotebookExporter(daemon=daemon)
+    return NotebookExporter(redactor=Redactor(daemon.scrubber.secrets()))
+
+
+async def notebook_of(
+    daemon: Daemon, exporter: NotebookExporter, session_id: str, **options: Any
+) -> nbformat.NotebookNode:
+    """A session's notebook, from what the daemon holds (as the REST export builds it)."""
+    record = daemon.session_json(session_id)
+    states = {c: daemon.session_json(c)["state"] for c in record["children"]}
+    return exporter.notebook(record, await daemon.events(session_id), states=states, **options)

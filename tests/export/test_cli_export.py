@@ -15,7 +15,9 @@ async def cli(root, *args: str) -> int:
     return await asyncio.to_thread(main, ["--root", str(root), "export", *args])
 
 
-async def test_export_offline(daemon, script, jp_root_dir, tmp_path, capsys):
+async def test_export_through_the_running_daemon(
+    daemon, script, jp_root_dir, jp_serverapp, tmp_path, capsys
+):
     child = script([{"code": "print(len(context))"}, {"text": "counted"}])
     model = script(
         [
@@ -25,6 +27,8 @@ async def test_export_offline(daemon, script, jp_root_dir, tmp_path, capsys):
     )
     record = await finish(daemon, "delegate", model)
     sid, child_id = record["id"], record["children"][0]
+    # The daemon holds its store: the CLI finds it (as with `jupyter lab`) and reads through it.
+    jp_serverapp.write_server_info_file()
 
     out = tmp_path / "one.ipynb"
     assert await cli(jp_root_dir, sid, "-o", str(out)) == 0
@@ -56,8 +60,11 @@ async def test_export_offline(daemon, script, jp_root_dir, tmp_path, capsys):
     assert sorted(p.name for p in folder.iterdir()) == sorted([f"{sid}.ipynb", f"{child_id}.ipynb"])
 
 
-async def test_bad_input_leaves_nothing_behind(daemon, script, jp_root_dir, tmp_path, capsys):
+async def test_bad_input_leaves_nothing_behind(
+    daemon, script, jp_root_dir, jp_serverapp, tmp_path, capsys
+):
     record = await finish(daemon, "hi", script([{"text": "hi"}]))
+    jp_serverapp.write_server_info_file()
     work = tmp_path / "work"
     work.mkdir()
     assert await cli(jp_root_dir, "nope", "-o", str(work / "x.ipynb")) == 1
@@ -77,13 +84,14 @@ async def test_bad_input_leaves_nothing_behind(daemon, script, jp_root_dir, tmp_
 async def test_export_through_running_daemon_redacts_its_secrets(
     daemon, script, jp_serverapp, jp_root_dir, tmp_path
 ):
-    # Only the running server knows its own token: the CLI exports through it to redact it.
+    # The running daemon holds the store and knows the secrets: the CLI exports through it.
     server_token = jp_serverapp.identity_provider.token
     model = script([{"code": f"print({server_token!r})"}, {"text": "ok"}])
     record = await finish(daemon, "leak", model)
-    cell = next(e for e in daemon.events(record["id"]) if e["kind"] == "cell")["data"]
-    printed = cell["outputs"][0]["text"].strip()
-    assert printed == server_token
+    # The daemon never even stores the token (it scrubs what it records) ...
+    cell = next(e for e in await daemon.events(record["id"]) if e["kind"] == "cell")["data"]
+    assert cell["outputs"][0]["text"].strip() == "[REDACTED]"
+    printed = server_token
 
     jp_serverapp.write_server_info_file()  # what `jupyter lab` does: the CLI now finds it
     out = tmp_path / "via-server.ipynb"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import pickle
 import time
 from typing import Any
@@ -11,11 +10,19 @@ import nbformat
 import pytest
 
 from prime_kernel.daemon import usage
-from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.export import NotebookExporter, export_to
 
-from ..conftest import wait_for
-from .conftest import SHOW_PNG, by_kind, code_cells, finish, person_runs, read, text_of
+from ..conftest import events, wait_for
+from .conftest import (
+    SHOW_PNG,
+    by_kind,
+    code_cells,
+    finish,
+    notebook_of,
+    person_runs,
+    read,
+    text_of,
+)
 
 STORED_CAP = 1_000_000
 
@@ -48,14 +55,14 @@ async def test_tree_with_child_image_error_person_and_answer(daemon, script, exp
 
     # A person runs a cell in the agent's REPL (its kernel stays up after the session ends).
     await person_runs(daemon, root["id"], "print('a person was here')")
-    await wait_for(
-        lambda: any(
-            e["kind"] == "cell" and e["data"].get("source") == "user"
-            for e in daemon.events(root["id"])
-        )
-    )
 
-    nb = exporter.notebook(root["id"])
+    async def person_cell() -> bool:
+        cells = await events(daemon, root["id"], "cell")
+        return any(e["data"].get("source") == "user" for e in cells)
+
+    await wait_for(person_cell)
+
+    nb = await notebook_of(daemon, exporter, root["id"])
     nbformat.validate(nb)
     assert nb.nbformat == 4 and nb.nbformat_minor == nbformat.current_nbformat_minor
     assert nb.metadata.kernelspec == {
@@ -101,7 +108,9 @@ async def test_tree_with_child_image_error_person_and_answer(daemon, script, exp
     assert f"]({child_id}.ipynb)" in summary.source
 
     # The subtree as a folder: linked notebooks, the child's context beside its notebook.
-    files = export_to(exporter, root["id"], tmp_path / "tree", subtree=True, with_context=True)
+    files = await export_to(
+        daemon, exporter, root["id"], tmp_path / "tree", subtree=True, with_context=True
+    )
     assert sorted(f.name for f in files) == sorted(
         [f"{root['id']}.ipynb", f"{child_id}.ipynb", f"{child_id}.context.pkl"]
     )
@@ -113,7 +122,7 @@ async def test_tree_with_child_image_error_person_and_answer(daemon, script, exp
     read(tmp_path / "tree" / f"{root['id']}.ipynb")
 
     # Without --with-context the notebook says how to get the context.
-    plain = exporter.notebook(child_id)
+    plain = await notebook_of(daemon, exporter, child_id)
     assert "--with-context" in by_kind(plain, "context")[0].source
     assert not [c for c in code_cells(plain) if c.metadata.prime.get("kind") == "context"]
 
@@ -123,26 +132,26 @@ async def test_failed_cancelled_empty_and_running_sessions(daemon, script, expor
         daemon, "fail", script([{"code": "raise ValueError('boom')"}]), max_turns=1
     )
     assert failed["state"] == "FAILED"
-    nb = exporter.notebook(failed["id"])
+    nb = await notebook_of(daemon, exporter, failed["id"])
     assert code_cells(nb)[0].outputs[0].ename == "ValueError"
     assert "turn limit" in nb.cells[-1].source and nb.metadata.prime.error
 
     empty = await finish(daemon, "just talk", script([{"text": "Nothing to run."}]))
     assert empty["state"] == "DONE"
-    nb = exporter.notebook(empty["id"])
+    nb = await notebook_of(daemon, exporter, empty["id"])
     assert code_cells(nb) == []
     assert "Answer (the model's reply)" in by_kind(nb, "answer")[0].source
 
     slow = script([{"code": "print('started')"}, {"sleep": 60, "text": "late"}])
     running = await daemon.create_session("slow", model=slow)
     sid = running["id"]
-    await wait_for(lambda: any(e["kind"] == "cell" for e in daemon.events(sid)))
-    nb = exporter.notebook(sid)
+    await wait_for(lambda: events(daemon, sid, "cell"))
+    nb = await notebook_of(daemon, exporter, sid)
     assert "Not finished" in nb.cells[0].source and not nb.metadata.prime.ended_when_exported
     assert code_cells(nb)[0].outputs[0].text == "started\n"
 
     await daemon.cancel(sid)
-    nb = exporter.notebook(sid)
+    nb = await notebook_of(daemon, exporter, sid)
     assert nb.metadata.prime.state == "CANCELLED"
     assert "CANCELLED" in nb.cells[-1].source and "Not finished" not in nb.cells[0].source
 
@@ -150,11 +159,11 @@ async def test_failed_cancelled_empty_and_running_sessions(daemon, script, expor
 async def test_huge_print_is_cut_with_a_note(daemon, script, exporter, tmp_path):
     model = script([{"code": "print('x' * 5_000_000)"}, {"code": "answer('printed')"}])
     record = await finish(daemon, "print a lot", model)
-    stored = next(e for e in daemon.events(record["id"]) if e["kind"] == "cell")["data"]
+    stored = next(e for e in await daemon.events(record["id"]) if e["kind"] == "cell")["data"]
     assert "not stored" in stored["truncated_note"]
 
     started = time.monotonic()
-    (path,) = export_to(exporter, record["id"], tmp_path / "big.ipynb")
+    (path,) = await export_to(daemon, exporter, record["id"], tmp_path / "big.ipynb")
     elapsed = time.monotonic() - started
     assert path.stat().st_size < 200_000, path.stat().st_size
     cell = code_cells(read(path))[0]
@@ -166,29 +175,27 @@ async def test_huge_print_is_cut_with_a_note(daemon, script, exporter, tmp_path)
     assert elapsed < 30
 
 
-def test_record_only_events_render_and_validate(tmp_path):
-    """Kinds a live run rarely produces together, written straight into a store."""
-    daemon = Daemon(root_dir=str(tmp_path))
+def test_record_only_events_render_and_validate():
+    """Kinds a live run rarely produces together, rendered from data alone (no daemon)."""
     sid = "sunit1"
-    daemon.store.insert_session(
-        {
-            "id": sid,
-            "name": "n",
-            "prompt": "p",
-            "model": "scripted/x",
-            "state": "DONE",
-            "kind": "agent",
-            "parent_id": None,
-            "root_id": sid,
-            "depth": 0,
-            "created": time.time(),
-            "started": time.time(),
-            "ended": time.time(),
-            "options": {},
-            "usage": usage.empty(),
-            "budget": {"max_cost": 1.0},
-        }
-    )
+    record = {
+        "id": sid,
+        "name": "n",
+        "prompt": "p",
+        "model": "scripted/x",
+        "state": "DONE",
+        "kind": "agent",
+        "parent_id": None,
+        "root_id": sid,
+        "depth": 0,
+        "created": time.time(),
+        "started": time.time(),
+        "ended": time.time(),
+        "options": {},
+        "usage": {"own": usage.empty(), "subtree": usage.empty()},
+        "budget": {"max_cost": 1.0},
+        "children": [],
+    }
     events = [
         (
             "mail_in",
@@ -242,10 +249,12 @@ def test_record_only_events_render_and_validate(tmp_path):
         ("heartbeat", {"note": "a kind this exporter does not know"}),
         ("answer", {"repr": "'```tricky```'", "kind": "answer"}),
     ]
-    for kind, data in events:
-        daemon.store.append_event(sid, kind, data)
-    exporter = NotebookExporter(daemon=daemon, max_cell_data_chars=50)
-    nb = exporter.notebook(sid)
+    trajectory = [
+        {"seq": seq, "session_id": sid, "ts": time.time(), "kind": kind, "data": data}
+        for seq, (kind, data) in enumerate(events, 1)
+    ]
+    exporter = NotebookExporter(max_cell_data_chars=50)
+    nb = exporter.notebook(record, trajectory)
     from_user, from_parent = by_kind(nb, "mail_in")
     assert "from** the user\n\n> hello\n> there" in from_user.source
     assert "from** `sparent` (boss)" in from_parent.source
@@ -266,8 +275,8 @@ def test_record_only_events_render_and_validate(tmp_path):
     assert "sparent" in text_of(nb)
 
 
-async def test_unknown_session(daemon, exporter):
-    from prime_kernel.daemon.errors import NotFound
+async def test_unknown_session(daemon, jp_fetch):
+    from tests.conftest import fetch_error
 
-    with pytest.raises(NotFound, match="no session nope"):
-        await asyncio.to_thread(exporter.notebook, "nope")
+    code, body = await fetch_error(jp_fetch("api", "prime", "sessions", "nope", "export"))
+    assert code == 404 and "no session nope" in body["message"]

@@ -7,8 +7,7 @@ import json
 import nbformat
 
 from prime_kernel.daemon.daemon import Daemon
-from prime_kernel.export import Redactor, daemon_secrets
-from prime_kernel.export.redact import REDACTED, config_secrets, environment_secrets
+from prime_kernel.util.redact import REDACTED, Redactor, config_secrets, environment_secrets
 
 from .conftest import finish
 
@@ -57,9 +56,15 @@ def test_daemon_secrets_include_config_env_and_live_tokens(tmp_path, monkeypatch
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-123456789")
     daemon = Daemon(root_dir=str(tmp_path), model_kwargs={"api_key": "from-config-123"})
     token = daemon.tokens.mint("kernel-1")
-    found = daemon_secrets(daemon)
-    assert {"sk-ant-123456789", "from-config-123", token} <= found
-    daemon.store.close()
+    daemon.host_secrets = {"server-token-123"}
+    found = daemon.scrubber.secrets()
+    assert {"sk-ant-123456789", "from-config-123", token, "server-token-123"} <= found
+    # ... and the daemon's scrubber blanks each of them out of any value.
+    value = {"text": f"a {token} b sk-ant-123456789 server-token-123", "n": [token]}
+    assert daemon.scrubber.value(value) == {
+        "text": f"a {REDACTED} b {REDACTED} {REDACTED}",
+        "n": [REDACTED],
+    }
 
 
 async def test_planted_secrets_are_gone_from_the_export(
@@ -79,10 +84,11 @@ async def test_planted_secrets_are_gone_from_the_export(
     record = await finish(daemon, f"Keep {PLANTED} safe", model)
     assert record["state"] == "DONE"
     kernel_token = daemon.tokens.live_tokens()
-    raw = json.dumps(daemon.events(record["id"]))
-    assert PLANTED in raw and server_token in raw  # planted for real
-    # Live session tokens never even reach the store: the daemon scrubs cells as they run.
-    assert not any(t in raw for t in kernel_token) and REDACTED in raw
+    raw = json.dumps(await daemon.events(record["id"]))
+    # No secret even reaches the store: the daemon scrubs every event as it is recorded.
+    for secret in [PLANTED, server_token, *kernel_token]:
+        assert secret not in raw
+    assert raw.count(REDACTED) >= 4
 
     resp = await jp_fetch("api", "prime", "sessions", record["id"], "export")
     text = resp.body.decode()

@@ -50,7 +50,7 @@ async def test_context_stays_within_its_budget(daemon: Daemon, script):
             "memory", f"fact-{i:02d}", title=f"Fact {i}", content=f"alpha fact number {i} " * 5
         )
     h.create("memory", "kernel-fact", title="Kernels", content="kernels restart in two seconds")
-    text = daemon.context_notes(type("L", (), {"record": {"prompt": "why do kernels restart"}})())
+    text = h.context({"prompt": "why do kernels restart"})
     assert len(text) <= 700
     assert "Print shapes before using data." in text
     # The memory sharing words with the task comes first; the rest are counted.
@@ -86,10 +86,10 @@ async def test_spec_drives_a_childs_model_budget_and_instructions(
     assert daemon.session_json(out.strip("'"))["options"]["max_turns"] == 2
 
     # A missing spec is a clear error in the calling cell, and nothing is admitted.
-    before = len(daemon.list_sessions())
+    before = len(daemon.list_sessions()["sessions"])
     result = await nb.run("rlm('x', spec='nope')")
     error = next(o for o in result.outputs if o["output_type"] == "error")
     assert error["ename"] == "NotFound"
     assert "no sub-agent spec named 'nope'" in error["evalue"]
     assert "reviewer" in error["evalue"]
-    assert len(daemon.list_sessions()) == before
+    assert len(daemon.list_sessions()["sessions"]) == before

@@ -117,7 +117,7 @@ async def test_skill_callable_and_project_wins_over_global(
     rec = await daemon.create_session("add", model=agent)
     done = await daemon.wait(rec["id"], 60)
     assert done["answer_repr"] == "9"
-    cells = [e["data"] for e in daemon.events(rec["id"]) if e["kind"] == "cell"]
+    cells = [e["data"] for e in await daemon.events(rec["id"]) if e["kind"] == "cell"]
     text = "".join(o.get("text", "") for o in cells[0]["outputs"])
     assert "Adds numbers 5" in text and "project tone" in text
     entries, _ = h.list("note")
@@ -225,10 +225,20 @@ async def test_import_prime_agent_state_and_export(daemon: Daemon, jp_fetch, tmp
     )
     assert again["created"] == [] and len(again["skipped"]) == 4
 
-    out = tmp_path / "export"
+    out = Path(daemon.root_dir) / "export"
     await jp_fetch(
-        "api", "prime", "harness", "export", method="POST", body=json.dumps({"path": str(out)})
+        "api", "prime", "harness", "export", method="POST", body=json.dumps({"path": "export"})
     )
+    # Paths a request names stay under the server root, and out of the daemon's store.
+    for bad in (str(tmp_path / "elsewhere"), "../elsewhere", ".prime/harness"):
+        for route in ("export", "import"):
+            code, body = await fetch_error(
+                jp_fetch(
+                    "api", "prime", "harness", route, method="POST", body=json.dumps({"path": bad})
+                )
+            )
+            assert code in (403, 404), (route, bad, body)
+    assert not (tmp_path / "elsewhere").exists()
     assert (
         (out / "skills" / "fetch-page" / "SKILL.md")
         .read_text()

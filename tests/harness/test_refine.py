@@ -188,7 +188,7 @@ async def test_auto_policy_applies_at_once_but_holds_flagged_and_refuses_limits(
             )
         ]
     )
-    record = await refine.refine(daemon, instructions="tighten things")
+    record = await daemon.refiner.refine(instructions="tighten things")
     statuses = [(e["id"], e["status"]) for e in record["edits"]]
     assert statuses == [
         ("be-brief", "applied"),
@@ -216,7 +216,7 @@ async def test_invalid_reply_changes_nothing_and_is_reported(daemon: Daemon, scr
     assert "does not match the schema" in record["error"]
     assert tree(root) == before
     h.refine_model = script([{"text": "I think you should add a note."}])
-    record = await refine.refine(daemon)
+    record = await daemon.refiner.refine()
     assert record["status"] == "invalid" and "not JSON" in record["error"]
 
 
@@ -274,8 +274,8 @@ async def test_refine_sent_as_a_message_to_an_agent(daemon: Daemon, script, jp_f
     record = receipt["refinement"]
     assert receipt["status"] == "refinement proposed" and receipt["to"] == sid
     assert record["instructions"] == "focus on division" and record["evidence"] == [sid]
-    assert daemon.events(sid)[-1]["kind"] == "refinement"
-    assert daemon.store.pending_messages(sid) == []  # not delivered as a message
+    assert (await daemon.events(sid))[-1]["kind"] == "refinement"
+    assert await daemon.store.unread(sid, "model") == []  # not delivered as a message
 
 
 async def test_automatic_refinement_after_a_failure_respects_the_cool_down(daemon: Daemon, script):

@@ -11,7 +11,7 @@ import pytest
 
 from prime_kernel.cli.main import main as cli_main
 from prime_kernel.daemon import usage as usage_mod
-from tests.conftest import get_session, start_session, wait_for
+from tests.conftest import events, get_session, start_session, wait_for
 
 PARENT = """
 hs = rlm.map(['a', 'b'], model={child!r})
@@ -25,7 +25,9 @@ def prime_config(prime_config: dict[str, Any]) -> dict[str, Any]:
     return {**prime_config, "max_concurrent": 3}
 
 
-async def test_subtree_usage_is_the_sum_of_its_parts(daemon, jp_fetch, script, capsys):
+async def test_subtree_usage_is_the_sum_of_its_parts(
+    daemon, jp_fetch, script, capsys, jp_serverapp
+):
     child = script(
         [
             {"code": "x = 1", "usage": {"prompt_tokens": 30, "completion_tokens": 7}},
@@ -41,7 +43,7 @@ async def test_subtree_usage_is_the_sum_of_its_parts(daemon, jp_fetch, script, c
         ]
     )
     sid = await start_session(jp_fetch, "count", model=parent)
-    await wait_for(lambda: daemon.live[sid].state.terminal, timeout=120)
+    await wait_for(lambda: daemon.registry.get(sid).terminal, timeout=120)
     record = await get_session(jp_fetch, sid)
     assert record["state"] == "DONE", record["error"]
     parts = [record["usage"]["own"]]
@@ -57,12 +59,13 @@ async def test_subtree_usage_is_the_sum_of_its_parts(daemon, jp_fetch, script, c
     assert subtree["model_calls"] == 5 and subtree["cells"] == 5
     assert subtree["cost"] == pytest.approx((100 + 140) * 1e-6 + (20 + 20) * 2e-6)
     # What the parent's REPL saw: usage() own and subtree, and each handle's usage.
-    seen = pickle.loads(daemon.answer_bytes(sid))
+    seen = pickle.loads(await daemon.answer_bytes(sid))
     assert seen["rs"] == [2, 2]
     assert seen["usage"]["own"]["total_tokens"] == 120
     assert seen["usage"]["subtree"]["total_tokens"] == 280
     assert [u["own"]["total_tokens"] for u in seen["child_usage"]] == [80, 80]
-    # `prime-agent show` prints both.
+    # `prime-agent show` prints both (asking the running server, which holds the store).
+    jp_serverapp.write_server_info_file()
     assert await asyncio.to_thread(cli_main, ["--root", daemon.root_dir, "show", sid]) == 0
     shown = capsys.readouterr().out
     assert "own 120 tok" in shown and "subtree 280 tok" in shown
@@ -88,12 +91,12 @@ async def test_concurrency_limit_holds_with_50_children(daemon, user_kernel, scr
     count, answers, ids = out.split(" ", 2)
     ids = json.loads(ids.replace("'", '"'))
     assert (count, answers) == ("50", "{'done'}")
-    events = sorted(
-        (e for sid in ids for e in daemon.store.events(sid, kinds=["state"])),
+    states = sorted(
+        [e for sid in ids for e in await events(daemon, sid, "state")],
         key=lambda e: e["seq"],
     )
     running = peak = 0
-    for e in events:
+    for e in states:
         state = e["data"]["state"]
         if state == "RUNNING":
             running += 1

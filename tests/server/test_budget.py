@@ -46,10 +46,10 @@ async def test_budget_stops_a_fan_out_midway(daemon, jp_fetch, script):
         ]
     )
     sid = await start_session(jp_fetch, "fan out", model=parent, budget={"tokens": 300})
-    await wait_for(lambda: daemon.live[sid].state.terminal, timeout=240)
+    await wait_for(lambda: daemon.registry.get(sid).terminal, timeout=240)
     record = await get_session(jp_fetch, sid)
     assert record["state"] == "DONE", record["error"]
-    out = pickle.loads(daemon.answer_bytes(sid))
+    out = pickle.loads(await daemon.answer_bytes(sid))
     assert "more than what remains of the parent's budget (250 tokens)" in out[0]
     # 50 (parent) + 3 x 100 (children) crosses 300: the 4th and 5th children are stopped.
     assert out[1:4] == [1, 1, 1]
@@ -67,12 +67,12 @@ async def test_budget_stops_a_fan_out_midway(daemon, jp_fetch, script):
 @pytest.mark.parametrize(
     ("budget", "message"),
     [
-        ({"tokens": -1}, "must not be negative"),
-        ({"dollars": "lots"}, "must be a finite number"),
-        ({"minutes": 3}, "unknown budget keys"),
+        ({"tokens": -1}, "'budget.tokens' must be more than 0"),
+        ({"dollars": "lots"}, "'budget.dollars' must be a number"),
+        ({"minutes": 3}, "unknown field in 'budget'"),
     ],
 )
 async def test_bad_budgets_get_a_clear_error(daemon, jp_fetch, budget, message):
     code, body = await fetch_error(start_session(jp_fetch, "x", budget=budget))
     assert code == 400 and message in body["message"]
-    assert daemon.list_sessions() == []  # nothing was admitted
+    assert daemon.list_sessions()["sessions"] == []  # nothing was admitted

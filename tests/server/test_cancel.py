@@ -6,7 +6,7 @@ import asyncio
 import json
 
 from prime_kernel.cli.main import main as cli_main
-from tests.conftest import wait_for
+from tests.conftest import events, wait_for
 
 
 async def test_cancel_cascades_to_grandchildren(daemon, user_kernel, script, jp_fetch, capsys):
@@ -15,12 +15,12 @@ async def test_cancel_cascades_to_grandchildren(daemon, user_kernel, script, jp_
     nb = await user_kernel()
     cid = (await nb.value(f"h = rlm('child', model={child!r}); h.session_id")).strip("'")
 
-    def grandchild_in_cell() -> bool:
-        below = daemon.store.descendants(cid)
-        return bool(below) and bool(daemon.store.events(below[0]["id"], kinds=["assistant"]))
+    async def grandchild_in_cell() -> bool:
+        below = daemon.registry.descendants(cid)
+        return bool(below) and bool(await events(daemon, below[0].id, "assistant"))
 
     await wait_for(grandchild_in_cell)
-    gid = daemon.store.descendants(cid)[0]["id"]
+    gid = daemon.registry.descendants(cid)[0].id
     await asyncio.sleep(0.5)  # the sleep is running in the grandchild's kernel now
     out = await nb.value("print(sorted(h.cancel()['cancelled']))")
     assert out.strip() == str(sorted([cid, gid]))
@@ -31,9 +31,9 @@ async def test_cancel_cascades_to_grandchildren(daemon, user_kernel, script, jp_
     for sid in (cid, gid):
         record = daemon.session_json(sid)
         assert record["state"] == "CANCELLED"
-        cells = daemon.store.events(sid, kinds=["cell"])
+        cells = await events(daemon, sid, "cell")
         assert [c["data"]["status"] for c in cells] == ["cancelled"]  # interrupted mid-cell
-        kinds = {e["kind"] for e in daemon.events(sid)}
+        kinds = {e["kind"] for e in await daemon.events(sid)}
         assert {"task", "assistant", "model_call", "cell"} <= kinds  # the record is kept
     # Cancelling again: a no-op that says so (REST and CLI).
     resp = await jp_fetch("api", "prime", "sessions", cid, method="DELETE")

@@ -10,6 +10,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from prime_kernel.daemon.scheduler import Scheduler
+from tests.conftest import agent_records, events
 
 
 async def kernel_request(
@@ -49,7 +50,7 @@ async def test_forged_bodies_are_refused_and_change_nothing(daemon, forged, scri
 
     def agents():
         # The notebook's own session appears on its first call; no agent session may.
-        return [r for r in daemon.store.list_sessions() if r["kind"] == "agent"]
+        return agent_records(daemon)
 
     before = agents()
     cases = [
@@ -59,7 +60,7 @@ async def test_forged_bodies_are_refused_and_change_nothing(daemon, forged, scri
             "sessions",
             {"prompt": "x", "model": model, "context_blob": "../x"},
             400,
-            "no uploaded context",
+            "not a valid value",
         ),
         (
             "POST",
@@ -107,9 +108,9 @@ async def test_printed_tokens_never_reach_the_store_or_the_model(daemon, user_ke
     nb = await user_kernel()
     sid = (await nb.value(f"h = rlm('leak', model={model!r}); h.result(); h.session_id")).strip("'")
     tokens = daemon.tokens.live_tokens()
-    cell = daemon.store.events(sid, kinds=["cell"])[0]["data"]
+    cell = (await events(daemon, sid, "cell"))[0]["data"]
     assert "[REDACTED]" in cell["outputs"][0]["text"]
-    stored = json.dumps(daemon.store.events(sid))
+    stored = json.dumps(await events(daemon, sid))
     assert not any(t in stored for t in tokens)
     assert "[REDACTED]" in seen[0] and not any(t in seen[0] for t in tokens)
 

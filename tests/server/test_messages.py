@@ -10,7 +10,7 @@ import pytest
 
 from prime_kernel.cli.main import main as cli_main
 from prime_kernel.kernel.client import TOKEN_HEADER
-from tests.conftest import fetch_error, post_message, start_session, wait_for
+from tests.conftest import events, fetch_error, post_message, start_session, wait_for
 
 CHILD_TALKS = """
 send('parent', f'hello from {context}')
@@ -41,7 +41,7 @@ async def test_parent_and_two_children_talk_both_ways(daemon, user_kernel, scrip
     assert all(r["status"] == "delivered" for r in receipts)
     answers = await nb.value("rlm.gather(hs, timeout=120)")
     assert answers == "[['go', 'hi sibling from B'], ['go', 'hi sibling from A']]"
-    a_events = daemon.store.events(ids[0], kinds=["mail_in", "mail_out"])
+    a_events = await events(daemon, ids[0], "mail_in", "mail_out")
     assert [e["kind"] for e in a_events].count("mail_out") == 2
     ins = [e["data"] for e in a_events if e["kind"] == "mail_in"]
     assert {d["from"] for d in ins} == {ids[1], daemon.session_json(ids[0])["parent_id"]}
@@ -67,22 +67,22 @@ async def test_messages_reach_running_and_idle_sessions(daemon, jp_fetch, jp_ser
     await wait_for(lambda: daemon.live[sid].state.value == "RUNNING")
     receipt = await post_message(jp_fetch, sid, "first")
     assert receipt["status"] == "delivered"  # RUNNING: seen at its next turn
-    await wait_for(lambda: (daemon.live[sid].record.get("answer_repr") or "").startswith("seen"))
+    await wait_for(lambda: (daemon.registry.get(sid).answer_repr or "").startswith("seen"))
     await wait_for(lambda: daemon.live[sid].state.value == "IDLE")
-    assert daemon.live[sid].record["answer_repr"] == "seen: [message from user]: first"
+    assert daemon.registry.get(sid).answer_repr == "seen: [message from user]: first"
 
     # IDLE: `prime-agent send` wakes it for a new turn in which the model sees the message.
     jp_serverapp.write_server_info_file()  # how `prime-agent` finds a running daemon
     argv = ["--root", daemon.root_dir, "send", sid, "second"]
     assert await asyncio.to_thread(cli_main, argv) == 0
     await wait_for(
-        lambda: daemon.live[sid].record.get("answer_repr") == "seen: [message from user]: second"
+        lambda: daemon.registry.get(sid).answer_repr == "seen: [message from user]: second"
     )
-    states = [e["data"]["state"] for e in daemon.store.events(sid, kinds=["state"])]
+    states = [e["data"]["state"] for e in await events(daemon, sid, "state")]
     assert states == ["ADMITTED", "RUNNING", "IDLE", "RUNNING", "IDLE", "RUNNING", "IDLE"]
-    kinds = [e["kind"] for e in daemon.store.events(sid, kinds=["mail_in"])]
+    kinds = [e["kind"] for e in await events(daemon, sid, "mail_in")]
     assert kinds == ["mail_in", "mail_in"]
-    assert daemon.store.pending_messages(sid) == []
+    assert await daemon.store.unread(sid, "model") == []
 
 
 @pytest.fixture
@@ -121,10 +121,10 @@ async def test_send_refusals(daemon, user_kernel, jp_fetch):
     assert "'to' must be" in await _refusal(nb, "send(42, 'hi')")
     forged_body = {"to": "parent", "message": "x", "from": other_id}
     forged = f"client().request('POST', 'messages', {forged_body!r})"
-    assert "unknown fields: from" in await _refusal(nb, forged)
+    assert "unknown field: from" in await _refusal(nb, forged)
     assert await nb.value("recv(0)") == ""  # nothing waiting: None, at once
     assert "non-negative" in await _refusal(nb, "recv(-1)")
-    assert daemon.store.pending_messages(other_id) == []
+    assert await daemon.store.unread(other_id, "model") == []
 
     # People: any session, shown as "user"; mailbox and rate limits, bad targets and fields.
     for i in range(3):
@@ -143,12 +143,12 @@ async def test_send_refusals(daemon, user_kernel, jp_fetch):
     code, body = await fetch_error(post_message(jp_fetch, "s000000000000", "hi"))
     assert code == 404
     code, body = await fetch_error(post_message(jp_fetch, nb_id, "hi", sender=other_id))
-    assert code == 400 and "unknown fields: sender" in body["message"]
+    assert code == 400 and "unknown field: sender" in body["message"]
 
     # Tokens: missing, wrong, and one whose session has ended (its kernel is kept for a while).
     ended = await start_session(jp_fetch, "say hi")
-    await wait_for(lambda: daemon.live[ended].state.value == "DONE")
-    token = daemon.tokens._by_kernel[daemon.live[ended].record["kernel_id"]]
+    await wait_for(lambda: daemon.registry.get(ended).state.value == "DONE")
+    token = daemon.tokens._by_kernel[daemon.registry.get(ended).kernel_id]
     send = {"to": "parent", "message": "hi"}
     for headers, expect in (
         ({}, "missing"),
@@ -169,4 +169,4 @@ async def test_send_refusals(daemon, user_kernel, jp_fetch):
         assert code == 401 and expect in body["message"], body
     code, body = await fetch_error(post_message(jp_fetch, ended, "too late"))
     assert code == 409 and "has ended (DONE)" in body["message"]
-    assert daemon.store.pending_messages(ended) == []
+    assert await daemon.store.unread(ended, "model") == []

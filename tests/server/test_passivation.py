@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import post_message, start_session, wait_for
+from tests.conftest import events, post_message, start_session, wait_for
 
 SETUP = """
 import math
@@ -36,22 +36,25 @@ async def test_idle_session_is_passivated_and_revived(daemon, jp_fetch, script):
     sid = await start_session(jp_fetch, "keep state", model=model, persistent=True)
     live = daemon.live[sid]
     await wait_for(lambda: live.state.value == "INACTIVE", timeout=120)
-    snapshots = daemon.store.events(sid, kinds=["snapshot"])
-    assert live.runner is None and live.record["kernel_id"] is None
+    snapshots = await events(daemon, sid, "snapshot")
+    assert live.runner is None and live.record.kernel_id is None
     snap = snapshots[-1]["data"]
     assert {"math", "xs"} <= set(snap["saved"])
     assert set(snap["skipped"]) == {"f", "K", "k"}  # defined in the REPL: named, not lost silently
 
     receipt = await post_message(jp_fetch, sid, "are you there?")
     assert (receipt["status"], receipt["state"]) == ("queued", "INACTIVE")
-    await wait_for(lambda: live.record.get("answer_repr") == "[[1, 2, 3], 2, False]", timeout=120)
+    await wait_for(lambda: live.record.answer_repr == "[[1, 2, 3], 2, False]", timeout=120)
 
-    def states() -> list[str]:
-        return [e["data"]["state"] for e in daemon.store.events(sid, kinds=["state"])]
+    async def states() -> list[str]:
+        return [e["data"]["state"] for e in await events(daemon, sid, "state")]
 
-    await wait_for(lambda: len(states()) >= 6)  # the answer comes just before IDLE
-    assert states()[:6] == ["ADMITTED", "RUNNING", "IDLE", "INACTIVE", "RUNNING", "IDLE"]
-    restored = daemon.store.events(sid, kinds=["restore"])[-1]["data"]
+    async def six() -> bool:
+        return len(await states()) >= 6  # the answer comes just before IDLE
+
+    await wait_for(six)
+    assert (await states())[:6] == ["ADMITTED", "RUNNING", "IDLE", "INACTIVE", "RUNNING", "IDLE"]
+    restored = (await events(daemon, sid, "restore"))[-1]["data"]
     assert {"math", "xs"} <= set(restored["restored"]) and restored["failed"] == {}
     assert any(s.startswith("[Your session was inactive") for s in seen)
     assert seen[-1] == "[message from user]: are you there?"

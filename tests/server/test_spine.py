@@ -7,7 +7,7 @@ import json
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from tests.conftest import wait_for
+from tests.conftest import agent_records, events, wait_for
 
 
 async def test_rlm_from_prime_kernel(daemon, user_kernel, script, jp_fetch):
@@ -59,8 +59,8 @@ async def test_child_kernel_is_a_server_kernel(daemon, user_kernel, script, jp_f
     model = script([{"code": "import time; time.sleep(3); answer(1)"}])
     nb = await user_kernel()
     sid = (await nb.value(f"h = rlm('wait', model={model!r}); h.session_id")).strip("'")
-    await wait_for(lambda: daemon.live[sid].record.get("kernel_id") is not None)
-    kernel_id = daemon.live[sid].record["kernel_id"]
+    await wait_for(lambda: daemon.registry.get(sid).kernel_id is not None)
+    kernel_id = daemon.registry.get(sid).kernel_id
     kernels = json.loads((await jp_fetch("api", "kernels")).body)
     assert kernel_id in {k["id"] for k in kernels}
     assert next(k for k in kernels if k["id"] == kernel_id)["name"] == "prime-agent"
@@ -85,7 +85,7 @@ async def test_fenced_code_fallback(daemon, user_kernel, script):
         ],
         tools=False,
     )
-    assert not daemon.gateway.supports_tools(model)
+    assert not daemon.router.supports_tools(model)
     nb = await user_kernel()
     assert await nb.value(f"rlm('sum of squares', model={model!r}).result()") == "338350"
 
@@ -127,7 +127,7 @@ async def test_depth_limit_is_enforced_by_the_daemon(daemon, user_kernel, script
     out = await nb.value(f"rlm('go deep', model={model!r}).result()")
     assert "DepthExceeded" in out and "maximum depth is 1" in out
     assert out.endswith("400)") or out.endswith("403)")
-    assert len([r for r in daemon.store.list_sessions() if r["kind"] == "agent"]) == 1
+    assert len(agent_records(daemon)) == 1
 
 
 async def test_bad_input_errors_in_the_calling_cell(daemon, user_kernel, script, monkeypatch):
@@ -170,7 +170,7 @@ async def test_failed_and_cancelled_children_raise(daemon, user_kernel, script):
     assert err["ename"] == "ChildFailed" and "turn limit (2)" in err["evalue"]
     await nb.run(f"h2 = rlm('slow', model={slow!r})")
     sid = (await nb.value("h2.session_id")).strip("'")
-    await wait_for(lambda: daemon.store.events(sid, kinds=["model_call"]) != [])
+    await wait_for(lambda: events(daemon, sid, "model_call"))
     await nb.run("h2.cancel()")
     result = await nb.run("h2.result()")
     err = next(o for o in result.outputs if o["output_type"] == "error")
@@ -205,7 +205,7 @@ async def test_timeout_and_output_cap(daemon, user_kernel, script):
     sid = (await nb.value("h.session_id")).strip("'")
     assert "interrupted" in seen[0]
     assert "characters cut" in seen[1] and len(seen[1]) < 1000
-    cells = daemon.store.events(sid, kinds=["cell"])
+    cells = await events(daemon, sid, "cell")
     assert cells[0]["data"]["status"] == "timeout"
     assert cells[1]["data"]["outputs"][0]["text"] == "z" * 20000 + "\n"  # stored in full
 
@@ -238,17 +238,14 @@ async def test_rest_api(daemon, jp_fetch, script):
     assert e.value.code == 404
 
 
-async def test_store_survives_a_new_daemon(daemon, script, tmp_path):
+async def test_a_second_daemon_on_the_same_root_is_refused(daemon, tmp_path):
     from prime_kernel.daemon.daemon import Daemon
+    from prime_kernel.daemon.store import StoreUnavailable
 
-    model = script([{"code": "answer('kept')"}])
-    record = await daemon.create_session("keep me", model=model)
-    await daemon.wait(record["id"], 60)
-    # A second daemon over the same store (as after a restart) sees every acknowledged write.
+    # Two daemons resuming the same sessions would run them twice: the store is claimed.
     other = Daemon(root_dir=daemon.root_dir, store_dir=daemon.store_dir)
-    again = other.session_json(record["id"])
-    assert again["state"] == "DONE" and again["answer_repr"] == "'kept'"
-    assert [e["kind"] for e in other.events(record["id"])][:2] == ["task", "state"]
+    with pytest.raises(StoreUnavailable, match="another Prime daemon is using the store"):
+        other.open()
 
 
 @pytest.mark.parametrize(
@@ -262,6 +259,6 @@ async def test_size_limits_are_enforced_by_the_daemon(daemon, user_kernel, scrip
     result = await nb.run(f"rlm('x', context='x' * 5000, model={model!r})")
     err = next(o for o in result.outputs if o["output_type"] == "error")
     assert err["ename"] == "TooLarge" and "at most 2000" in err["evalue"]
-    assert [r for r in daemon.store.list_sessions() if r["kind"] == "agent"] == []
+    assert agent_records(daemon) == []
     out = await nb.value(f"rlm('big answer', model={model!r}).result()")
     assert "TooLarge" in out and "the answer is" in out

@@ -1,21 +1,23 @@
-"""User-facing REST API of the Continual Harness under /api/prime/harness (jupyter_server auth).
+"""The Continual Harness over REST: people under /api/prime/harness (jupyter_server auth),
+kernels under /api/prime/kernel/harness (their session's token).
 
-The request parsing here is shared with the kernel-facing API (kernel_harness_handlers.py);
-only the author differs: "user" here, the calling session there.
+Both share the request parsing; only the author of a change differs: "user" for a person, the
+calling session for a kernel (resolved from its token, never from the body). Paths a request
+names (import, export) must lie under the server root, outside the daemon's store.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from jupyter_server.auth.decorator import authorized
-from tornado import web
-
-from ..daemon.errors import PrimeError
+from ..export import under_root
 from ..harness import interop, refine
 from ..harness.harness import Harness
-from .base import number_arg, prime_errors
-from .handlers import UserHandler
+from ..protocol.errors import PrimeError
+from ..protocol.harness import ALIASES
+from ..protocol.wire import API, KERNEL_API
+from .base import KernelHandler, PrimeHandler, UserHandler
 
 _WRITE_FIELDS = {"title", "content", "metadata", "files", "reason", "evidence", "scope"}
 
@@ -83,42 +85,37 @@ def update(
     return entry_json(harness, entry.kind, entry.id)
 
 
-class HarnessHandler(UserHandler):
+class _Harness(PrimeHandler):
     @property
     def harness(self) -> Harness:
         return self.daemon.harness
 
+    def path(self, value: Any, what: str) -> Path:
+        """A path a request names, resolved under the server root (symlinks included)."""
+        if not isinstance(value, str) or not value:
+            raise PrimeError(f"'path' ({what}, relative to the server root) is required")
+        return under_root(self.daemon.root_dir, value, store=self.daemon.store_dir)
+
+
+class HarnessHandler(_Harness, UserHandler):
+    pass
+
 
 class IndexHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def get(self) -> None:
         self.write_json(listing(self.harness, self.get_argument("kind", None)))
 
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def post(self) -> None:
-        self.write_json(create(self.harness, self.json_body(), "user"), status=201)
+        self.write_json(create(self.harness, self.body(), "user"), status=201)
 
 
 class EntryHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def get(self, kind: str, entry_id: str) -> None:
         self.write_json(entry_json(self.harness, kind, entry_id))
 
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def put(self, kind: str, entry_id: str) -> None:
-        self.write_json(update(self.harness, kind, entry_id, self.json_body(), "user"))
+        self.write_json(update(self.harness, kind, entry_id, self.body(), "user"))
 
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def delete(self, kind: str, entry_id: str) -> None:
         base = base_version(self.get_argument("base_version", None))
         reason = self.get_argument("reason", "")
@@ -128,40 +125,28 @@ class EntryHandler(HarnessHandler):
 
 
 class HistoryHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def get(self, kind: str, entry_id: str) -> None:
         self.write_json({"versions": self.harness.history(kind, entry_id)})
 
 
 class VersionHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def get(self, kind: str, entry_id: str, version: str) -> None:
         self.write_json(self.harness.version(kind, entry_id, int(version)))
 
 
 class DiffHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def get(self, kind: str, entry_id: str) -> None:
-        a = number_arg(self.get_argument("a", None), "a")
-        b = number_arg(self.get_argument("b", None), "b")
+        a = self.query_int("a", low=1)
+        b = self.query_int("b", low=1)
         if a is None:
             raise PrimeError("'a' (a version number) is required")
-        text = self.harness.diff(kind, entry_id, int(a), int(b) if b is not None else None)
+        text = self.harness.diff(kind, entry_id, a, b)
         self.write_json({"diff": text})
 
 
 class RollbackHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def post(self, kind: str, entry_id: str) -> None:
-        body = self.json_body()
+        body = self.body()
         version = base_version(body.get("version"))
         if version is None:
             raise PrimeError("'version' (the version to restore) is required")
@@ -173,16 +158,9 @@ class RollbackHandler(HarnessHandler):
 
 
 class RefineHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def post(self) -> None:
-        body = self.json_body()
-        unknown = set(body) - {"instructions", "session_id"}
-        if unknown:
-            raise PrimeError(f"unknown fields: {', '.join(sorted(unknown))}")
-        record = await refine.refine(
-            self.daemon,
+        body = self.body("refine")
+        record = await self.daemon.refiner.refine(
             instructions=body.get("instructions") or None,
             author="user",
             trigger="user request",
@@ -192,18 +170,12 @@ class RefineHandler(HarnessHandler):
 
 
 class RefinementsHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def get(self) -> None:
-        limit = number_arg(self.get_argument("limit", None), "limit", default=50)
-        self.write_json({"refinements": self.harness.versions().refinements(int(limit or 50))})
+        limit = self.query_int("limit", default=50, low=1) or 50
+        self.write_json({"refinements": self.harness.versions().refinements(limit)})
 
 
 class RefinementHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def get(self, refinement_id: str) -> None:
         self.write_json(refine.get_refinement(self.harness, refinement_id))
 
@@ -218,13 +190,10 @@ def edit_indices(body: dict[str, Any]) -> list[int] | None:
 
 
 class ReviewHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def post(self, refinement_id: str, action: str) -> None:
-        body = self.json_body()
+        body = self.body()
         if action == "approve":
-            out = refine.apply_edits(self.daemon, refinement_id, edit_indices(body))
+            out = refine.apply_edits(self.harness, refinement_id, edit_indices(body))
         elif action == "reject":
             out = refine.reject_edits(self.harness, refinement_id, edit_indices(body))
         else:
@@ -233,38 +202,90 @@ class ReviewHandler(HarnessHandler):
 
 
 class ImportHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def post(self) -> None:
-        body = self.json_body()
+        body = self.body()
         replace = bool(body.get("replace"))
         if "state" in body:
             out = interop.import_prime_state(self.harness, body["state"], replace=replace)
-        elif isinstance(body.get("path"), str):
-            out = interop.import_path(self.harness, body["path"], replace=replace)
+        elif "path" in body:
+            source = self.path(body["path"], "a harness_state.json or a folder of skills")
+            out = interop.import_path(self.harness, str(source), replace=replace)
         else:
             raise PrimeError(
-                "give 'state' (a harness_state.json document) or 'path' (on the server)"
+                "give 'state' (a harness_state.json document) or 'path' (under the server root)"
             )
         self.write_json(out)
 
 
 class ExportHandler(HarnessHandler):
-    @web.authenticated
-    @authorized
-    @prime_errors
     async def post(self) -> None:
-        path = self.json_body().get("path")
-        if not isinstance(path, str) or not path:
-            raise PrimeError("'path' (a folder on the server) is required")
-        self.write_json(interop.export(self.harness, path))
+        target = self.path(self.body().get("path"), "the folder to write")
+        self.write_json(interop.export(self.harness, str(target)))
 
 
-KIND = r"(?P<kind>notes|note|memory|memories|skills|skill|specs|spec)"
+# -- kernels --------------------------------------------------------------------------------
+class KernelIndexHandler(_Harness, KernelHandler):
+    async def get(self) -> None:
+        self.write_json(listing(self.harness, self.get_argument("kind", None)))
+
+
+class KernelKindHandler(_Harness, KernelHandler):
+    async def post(self, kind: str) -> None:
+        caller = self.caller
+        body = self.body()
+        self.write_json(create(self.harness, body, caller.id, kind), status=201)
+
+
+class KernelEntryHandler(_Harness, KernelHandler):
+    async def get(self, kind: str, entry_id: str) -> None:
+        self.write_json(entry_json(self.harness, kind, entry_id))
+
+    async def put(self, kind: str, entry_id: str) -> None:
+        caller = self.caller
+        self.write_json(update(self.harness, kind, entry_id, self.body(), caller.id))
+
+    async def delete(self, kind: str, entry_id: str) -> None:
+        caller = self.caller
+        base = base_version(self.get_argument("base_version", None))
+        self.write_json(
+            self.harness.delete(
+                kind,
+                entry_id,
+                base_version=base,
+                author=caller.id,
+                reason=self.get_argument("reason", ""),
+            )
+        )
+
+
+class KernelHistoryHandler(_Harness, KernelHandler):
+    async def get(self, kind: str, entry_id: str) -> None:
+        self.write_json({"versions": self.harness.history(kind, entry_id)})
+
+
+class KernelRefineHandler(_Harness, KernelHandler):
+    async def post(self) -> None:
+        caller = self.caller
+        body = self.body("refine")
+        # A session refines from its own evidence (itself or its descendants), never from
+        # sessions it cannot reach, and only while its budget allows another model call.
+        session_id = self.daemon.own_tree(caller, body.get("session_id"))
+        self.daemon.check_limits(caller)
+        record = await self.daemon.refiner.refine(
+            instructions=body.get("instructions") or None,
+            author=caller.id,
+            trigger=f"refine() in session {caller.id}",
+            session_id=session_id,
+            caller=caller,
+        )
+        self.write_json(record, status=201)
+
+
+KIND = rf"(?P<kind>{'|'.join(sorted(ALIASES))})"
 EID = r"(?P<entry_id>[^/]+)"
 RID = r"(?P<refinement_id>[A-Za-z0-9_-]+)"
-_H = "/api/prime/harness"
+_H = f"{API}/harness"
+_KH = f"{KERNEL_API}/harness"
 
 HANDLERS: list[tuple[str, Any]] = [
     (_H, IndexHandler),
@@ -279,4 +300,9 @@ HANDLERS: list[tuple[str, Any]] = [
     (rf"{_H}/{KIND}/{EID}/versions/(?P<version>[0-9]+)", VersionHandler),
     (rf"{_H}/{KIND}/{EID}/diff", DiffHandler),
     (rf"{_H}/{KIND}/{EID}/rollback", RollbackHandler),
+    (_KH, KernelIndexHandler),
+    (rf"{_KH}/refine", KernelRefineHandler),
+    (rf"{_KH}/{KIND}", KernelKindHandler),
+    (rf"{_KH}/{KIND}/{EID}", KernelEntryHandler),
+    (rf"{_KH}/{KIND}/{EID}/history", KernelHistoryHandler),
 ]

@@ -1,8 +1,8 @@
-"""Find the secrets an exported trajectory must not carry, and blank them out.
+"""Find the secrets a record must not carry, and blank them out.
 
 Secrets come from where a process keeps them: the daemon's live kernel tokens, the server's
-token, provider keys in the environment and key-like values in configuration. Every string in
-a notebook (sources, outputs, metadata) is scanned for each of them.
+token, provider keys in the environment and key-like values in configuration. Every string of a
+value (a cell's code and outputs, an event, a notebook) is scanned for each of them.
 """
 
 from __future__ import annotations
@@ -67,15 +67,6 @@ def config_secrets(config: Any) -> set[str]:
                 walk(item)
 
     walk(config)
-    return found
-
-
-def daemon_secrets(daemon: Any) -> set[str]:
-    """Everything secret a daemon knows: live kernel tokens, keys in its config and env."""
-    found = set(daemon.tokens.live_tokens())
-    found |= config_secrets(daemon.model_kwargs)
-    found |= config_secrets(daemon.config)
-    found |= environment_secrets()
     return found
 
 

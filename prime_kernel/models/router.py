@@ -1,6 +1,6 @@
-"""The model gateway: the one place that imports litellm (it takes seconds to import).
+"""The model router: the one place that imports litellm (it takes seconds to import).
 
-Everything the daemon asks of a model goes through `ModelGateway`: validation before any kernel
+Everything the daemon asks of a model goes through `ModelRouter`: validation before any kernel
 starts, completion with usage and cost, and whether a model takes native tool calls.
 """
 
@@ -14,10 +14,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ModelError
+from ..protocol.errors import ModelError
 
 _import_lock = threading.Lock()
 _litellm: Any = None
+
+
+def litellm_module() -> Any:
+    """litellm if this process has finished importing it, else None (never imports it)."""
+    return _litellm
+
 
 CUSTOM_PROVIDERS = ("scripted", "local")
 
@@ -35,14 +41,14 @@ def import_litellm() -> Any:
 
             litellm.suppress_debug_info = True
             litellm.telemetry = False
-            from ..models import scripted
+            from . import scripted
 
             providers = [p for p in litellm.custom_provider_map if p["provider"] != "scripted"]
             providers.append({"provider": "scripted", "custom_handler": scripted.make_handler()})
             litellm.custom_provider_map = providers
             scripted.register_prices(litellm)
             try:
-                from ..models import local
+                from . import local
             except ImportError:
                 local = None  # type: ignore[assignment]
             if local is not None:
@@ -62,7 +68,7 @@ class Completion:
     duration: float = 0.0
 
 
-class ModelGateway:
+class ModelRouter:
     def __init__(self) -> None:
         self._litellm: Any = None
 
@@ -86,7 +92,7 @@ class ModelGateway:
             raise ModelError("model must be a non-empty string like 'provider/model'")
         provider = self.provider(model)
         if provider == "scripted":
-            from ..models import scripted
+            from . import scripted
 
             try:
                 scripted.get_script(model.split("/", 1)[1])
@@ -94,7 +100,7 @@ class ModelGateway:
                 raise ModelError(str(e.args[0]), model=model) from None
             return
         if provider == "local":
-            from ..models import local
+            from . import local
 
             try:
                 local.model_path()
@@ -137,11 +143,11 @@ class ModelGateway:
             return sum(len(json.dumps(m, default=str)) for m in messages) // 4
 
     def known_models(self) -> list[str]:
-        from ..models import scripted
+        from . import scripted
 
         models = []
         try:
-            from ..models import local
+            from . import local
 
             if local.available():
                 models.append(local.MODEL)

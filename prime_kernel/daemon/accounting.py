@@ -1,0 +1,83 @@
+"""Accounting: what each session spent (its own usage, and its subtree's), and the budget rules
+(`budget.py`) applied to it.
+
+Usage lives in each session's record (`usage`, written through to the store). A subtree's usage
+is summed on demand from the registry's records, so it is never stored twice.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from . import budget as budget_rules
+from . import usage as usage_mod
+from .records import SessionRecord
+from .registry import SessionRegistry
+
+
+class Accounting:
+    """Usage and budgets over the registry's records; the `Ledger` the budget rules read."""
+
+    def __init__(self, registry: SessionRegistry) -> None:
+        self.registry = registry
+
+    # -- the Ledger -----------------------------------------------------------------------------
+    def get(self, session_id: str) -> SessionRecord:
+        return self.registry.get(session_id)
+
+    def chain(self, session_id: str) -> list[SessionRecord]:
+        return [self.registry.get(session_id), *self.registry.ancestors(session_id)]
+
+    def spent(self, session_id: str) -> dict[str, float]:
+        record = self.registry.get(session_id)
+        sub = self.subtree(session_id)
+        started = record.started
+        elapsed = ((record.ended or time.time()) - started) if started else 0.0
+        return {
+            "tokens": sub["total_tokens"],
+            "dollars": sub["cost"],
+            "turns": sub["model_calls"],
+            "seconds": round(elapsed, 3),
+        }
+
+    # -- usage ----------------------------------------------------------------------------------
+    def own(self, record: SessionRecord) -> dict[str, float]:
+        """The session's own usage, with its wall time so far."""
+        u = {**usage_mod.empty(), **record.usage}
+        if record.started:
+            u["wall_time"] = round((record.ended or time.time()) - record.started, 6)
+        return u
+
+    def subtree(self, session_id: str) -> dict[str, float]:
+        root = self.registry.get(session_id)
+        parts = [self.own(r) for r in (root, *self.registry.descendants(session_id))]
+        return usage_mod.summed(parts)
+
+    def add(self, record: SessionRecord, **amounts: float) -> None:
+        """Add to the session's own usage counters (tokens, cost, calls, cells, kernel time)."""
+        u = dict(record.usage or usage_mod.empty())
+        for key, value in amounts.items():
+            u[key] = round(u.get(key, 0) + value, 10)
+        record.update(usage=u)
+
+    def add_completion(self, record: SessionRecord, usage: dict[str, Any], cost: float) -> None:
+        self.add(
+            record,
+            **{
+                k: usage.get(k, 0)
+                for k in ("prompt_tokens", "completion_tokens", "cached_tokens", "total_tokens")
+            },
+            cost=cost,
+            model_calls=1,
+        )
+
+    # -- budgets --------------------------------------------------------------------------------
+    def check(self, record: SessionRecord) -> None:
+        """Raise BudgetExceeded if this session or an ancestor has spent its budget."""
+        budget_rules.check(self, record)
+
+    def admit(
+        self, parent: SessionRecord | None, requested: Any, default: dict[str, Any] | None
+    ) -> dict[str, float] | None:
+        return budget_rules.admit(self, parent, requested, default)

@@ -1,0 +1,71 @@
+"""Recording trajectory events and telling listeners about them.
+
+`EventLog.emit` is the one place an event is made: its data is scrubbed of every secret the
+daemon knows (live session tokens, the server's token, provider keys) before it is stored, shown
+to a listener, or later to a model; then it is enqueued to the store; then listeners (the
+server's event bus, the CLI's progress view, the daemon's own reactions) get a `SessionEvent`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..protocol.events import EventKind
+from .records import SessionRecord
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    """What a listener is told: which session, what kind of event, and its state now."""
+
+    session_id: str
+    kind: str
+    state: str
+    seq: int
+    root_id: str
+    parent_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Listener = Callable[[SessionEvent], None]
+Scrubber = Callable[[Any], Any]
+
+
+class EventLog:
+    def __init__(self, store: Store, scrub: Scrubber | None = None) -> None:
+        self.store = store
+        self.scrub: Scrubber = scrub or (lambda value: value)
+        self._listeners: list[Listener] = []
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
+    def emit(self, record: SessionRecord, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
+        event = self.store.append_event(record.id, kind.value, self.scrub(data))
+        note = SessionEvent(
+            record.id,
+            kind.value,
+            record.state.value,
+            event["seq"],
+            record.root_id,
+            record.parent_id,
+        )
+        for listener in list(self._listeners):
+            try:
+                listener(note)
+            except Exception:
+                log.exception("a session listener failed")
+        return event

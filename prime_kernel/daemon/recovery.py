@@ -1,0 +1,210 @@
+"""Sessions outlive the daemon: what a stop leaves behind, and how a new daemon picks it up.
+
+A clean stop (`suspend_all`) stops every run where it is, snapshots the REPLs it can within
+`Daemon.stop_snapshot_timeout`, and shuts the kernels down — leaving every record as it was, so
+nothing is marked failed. A crash leaves the same records, minus the snapshots.
+
+On start, `reap_kernels` stops kernels a dead daemon left running (each kernel's pid and
+connection file are in the store), and `resume` takes every unfinished session back:
+
+- ADMITTED: queued again;
+- RUNNING: resumes at its last recorded turn. Its conversation comes back from the store; the
+  REPL from its latest snapshot; the model is told which cell was in flight and that it was
+  **not** re-run (its outcome is uncertain), and which variables were lost;
+- IDLE and INACTIVE: INACTIVE, reviving from the latest snapshot when a message wakes them;
+- notebook sessions: their kernel ended with the old server, so they end (DONE, with the reason);
+  their children go on, and what they answer stays retrievable.
+
+With `Daemon.auto_resume` off (the CLI's `prime-agent run`), queued and running sessions wait
+INACTIVE instead, until a message or `prime-agent resume` wakes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.events import EventKind
+from ..protocol.states import SessionState
+from .session import LiveSession
+
+if TYPE_CHECKING:
+    from .daemon import Daemon
+
+RESTARTED = (
+    "The daemon that ran this session stopped (a restart or a crash) and a new one took it up."
+)
+
+
+class Recovery:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        # Sessions whose conversation must be read back from the store before their next run.
+        self._unloaded: set[str] = set()
+        # Of those, the ones that were running: the model must be told what was in flight.
+        self._interrupted: set[str] = set()
+
+    # -- stopping -----------------------------------------------------------------------------
+    async def suspend_all(self) -> None:
+        daemon = self.daemon
+        lives = list(daemon.live.values())
+        tasks = [lv.task for lv in lives if lv.task is not None and not lv.task.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with_kernels = [lv for lv in lives if lv.runner is not None and not lv.state.terminal]
+        if with_kernels:
+            saving = [
+                daemon.snapshots.save(lv, "stop") for lv in with_kernels if lv.record.is_agent
+            ]
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.gather(*saving, return_exceptions=True), daemon.stop_snapshot_timeout
+                )
+        await asyncio.gather(
+            *(daemon.release_kernel(lv) for lv in lives if lv.runner is not None),
+            return_exceptions=True,
+        )
+
+    # -- starting -----------------------------------------------------------------------------
+    async def reap_kernels(self) -> None:
+        """Stop the kernels a previous daemon started and did not shut down."""
+        store = self.daemon.store
+        for row in await store.kernels():
+            pid, connection_file = row.get("pid"), row.get("connection_file")
+            if pid and connection_file and _runs(pid, connection_file):
+                self.daemon.log.warning(
+                    "stopping kernel %s (pid %s) left running by a previous daemon",
+                    row["kernel_id"],
+                    pid,
+                )
+                await _stop_process(pid)
+            if connection_file:
+                with contextlib.suppress(OSError):
+                    Path(connection_file).unlink()
+            store.forget_kernel(row["kernel_id"])
+
+    def resume(self) -> None:
+        daemon = self.daemon
+        for record in list(daemon.registry):
+            if record.terminal or record.id in daemon.live:
+                continue
+            if not record.is_agent:
+                daemon.lifecycle.change(
+                    record,
+                    SessionState.DONE,
+                    reason="its notebook's kernel ended with the server that ran it",
+                )
+                continue
+            live = daemon.new_live(record)
+            self._unloaded.add(record.id)
+            state = record.state
+            if state == SessionState.RUNNING:
+                self._interrupted.add(record.id)
+            if state in (SessionState.IDLE, SessionState.RUNNING, SessionState.INACTIVE):
+                live.restore_reason = RESTARTED
+            if record.kernel_id is not None:
+                record.update(kernel_id=None)
+            if state in (SessionState.ADMITTED, SessionState.RUNNING) and daemon.auto_resume:
+                if state == SessionState.ADMITTED:
+                    daemon.emit(live, EventKind.RESUME, {"reason": "queued again after a restart"})
+                daemon.start_run(live)
+            elif state != SessionState.INACTIVE:
+                daemon.lifecycle.change(
+                    record,
+                    SessionState.INACTIVE,
+                    reason="its daemon stopped; a message (or `prime-agent resume`) wakes it"
+                    if state != SessionState.IDLE
+                    else "its daemon stopped; a message wakes it",
+                )
+
+    async def prepare(self, live: LiveSession) -> None:
+        """Before a run of a session taken over from an earlier daemon: its conversation back
+        from the store and, if it was running, a note of what was in flight."""
+        if live.id not in self._unloaded:
+            return
+        self._unloaded.discard(live.id)
+        daemon = self.daemon
+        messages = await daemon.store.conversation(live.id)
+        live.conversation.load(messages)
+        last = await daemon.store.last_event(live.id, EventKind.CELL.value)
+        if last is not None:
+            live.repl_names = list(last["data"].get("names") or [])
+        if live.id not in self._interrupted:
+            return
+        self._interrupted.discard(live.id)
+        in_flight = self._close_dangling(live)
+        daemon.emit(
+            live,
+            EventKind.RESUME,
+            {"reason": RESTARTED, "in_flight": in_flight, "snapshot": None},
+        )
+        if in_flight is None:
+            live.notes.append(f"[{RESTARTED} Your session continues from your last turn.]")
+
+    def _close_dangling(self, live: LiveSession) -> str | None:
+        """Answer the tool calls (or fenced blocks) of the last turn that got no output — the
+        cell that was in flight — with a note that it was not re-run; its code, if any."""
+        conversation = live.conversation
+        if not len(conversation) or conversation[-1].get("role") == "user":
+            return None
+        index = max(i for i, m in enumerate(conversation) if m.get("role") == "assistant")
+        turn = conversation[index]
+        note = (
+            f"[{RESTARTED} This cell was running then and was NOT re-run, because its outcome "
+            "is uncertain: check what it did (files, variables) before running it again.]"
+        )
+        answered = {m.get("tool_call_id") for m in list(conversation)[index + 1 :]}
+        calls = [c for c in turn.get("tool_calls") or [] if c.get("id") not in answered]
+        if calls:
+            first = _code(calls[0])
+            for call in calls:
+                text = note if call is calls[0] else f"[{RESTARTED} Not run.]"
+                conversation.append(
+                    {"role": "tool", "tool_call_id": call.get("id"), "content": text}
+                )
+            return first
+        from .loop import fenced_blocks
+
+        blocks = fenced_blocks(str(turn.get("content") or ""))
+        if not blocks or index != len(conversation) - 1:
+            return None
+        conversation.append({"role": "user", "content": "Output of your code:\n" + note})
+        return blocks[0]
+
+
+def _code(call: dict[str, Any]) -> str:
+    raw = (call.get("function") or {}).get("arguments") or "{}"
+    try:
+        return str(json.loads(raw).get("code") or "")
+    except (ValueError, AttributeError):
+        return str(raw)
+
+
+def _runs(pid: int, connection_file: str) -> bool:
+    """Whether `pid` is still the kernel started with `connection_file` (not a reused pid)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # gone (or no /proc to check against: leave a process of unknown kind)
+        return False
+    return connection_file.encode() in cmdline
+
+
+async def _stop_process(pid: int, grace: float = 2.0) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(os.getpgid(pid), signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        await asyncio.sleep(0.05)
+    with contextlib.suppress(OSError):
+        os.killpg(os.getpgid(pid), signal.SIGKILL)

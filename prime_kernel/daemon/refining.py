@@ -1,0 +1,183 @@
+"""Refinement from the daemon's side: the evidence (what recent sessions did, from the store),
+the model call (validated, and accounted to the session that asked), the `/refine` command, and
+the automatic triggers (`Harness.auto_refine_every`, `auto_refine_after_failure`).
+
+The refinement itself — the prompt, the reply's schema, the safety rules, review — is
+`prime_kernel.harness.refine`, which knows nothing of the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..harness import refine as rules
+from ..protocol.errors import PrimeError
+from ..protocol.events import EventKind
+from ..protocol.states import SessionState
+from .records import SessionRecord
+from .session import LiveSession
+
+if TYPE_CHECKING:
+    from .daemon import Daemon
+
+
+class Refiner:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self._turns = 0
+        self._last_auto = 0.0
+        self._auto: asyncio.Task[Any] | None = None
+
+    async def evidence(self, session_id: str | None = None, limit: int = 8) -> list[dict[str, Any]]:
+        """What the recent sessions (or one session and its subtree) did, failed at and cost."""
+        registry = self.daemon.registry
+        if session_id:
+            records = [registry.get(session_id), *registry.descendants(session_id)][:limit]
+        else:
+            records = [r for r in registry.select() if r.is_agent][:limit]
+        out = []
+        for rec in records:
+            events = await self.daemon.store.events(rec.id, kinds=["assistant", "cell", "error"])
+            out.append(_evidence(rec, events))
+        return out
+
+    async def refine(
+        self,
+        *,
+        instructions: str | None = None,
+        author: str = "user",
+        trigger: str = "manual",
+        session_id: str | None = None,
+        caller: LiveSession | None = None,
+    ) -> dict[str, Any]:
+        """One refinement: its record (the model call counts against `caller`, if any)."""
+        daemon = self.daemon
+        harness = daemon.harness
+        model = harness.refine_model or daemon.resolve_model(None)
+
+        async def complete(
+            model: str, messages: list[dict[str, Any]]
+        ) -> tuple[str, dict[str, Any]]:
+            daemon.router.validate(model)
+            completion = await daemon.router.complete(model, messages, **daemon.model_kwargs)
+            if caller is not None:
+                daemon.accounting.add_completion(caller.record, completion.usage, completion.cost)
+            return str(completion.message.get("content") or ""), {
+                **completion.usage,
+                "cost": completion.cost,
+            }
+
+        return await rules.refine(
+            harness,
+            complete,
+            evidence=await self.evidence(session_id, harness.evidence_sessions),
+            model=model,
+            max_turns=daemon.max_turns,
+            instructions=instructions,
+            author=author,
+            trigger=trigger,
+        )
+
+    async def command(self, session_id: str, message: Any) -> dict[str, Any] | None:
+        """Run `/refine [instructions]` sent to a session, with it (and its children) as the
+        evidence. A receipt shaped like a message's, or None when `message` is no command."""
+        instructions = rules.refine_command(message)
+        if instructions is None:
+            return None
+        target = self.daemon.registry.get(session_id)  # a clear NotFound for unknown sessions
+        record = await self.refine(
+            instructions=instructions or None,
+            author="user",
+            trigger=f"/refine sent to {session_id}",
+            session_id=session_id,
+        )
+        self.daemon.event_log.emit(
+            target,
+            EventKind.REFINEMENT,
+            {"refinement_id": record["id"], "status": record["status"]},
+        )
+        return {
+            "status": f"refinement {record['status']}",
+            "to": session_id,
+            "state": target.state.value,
+            "message_id": record["id"],
+            "refinement": record,
+        }
+
+    # -- automatic triggers (off by default) ----------------------------------------------------
+    def turn_taken(self) -> None:
+        every = self.daemon.harness.auto_refine_every
+        if every <= 0:
+            return
+        self._turns += 1
+        if self._turns >= every:
+            self._start(f"every {every} turns", None)
+
+    def session_failed(self, record: SessionRecord, _: Any, __: SessionState) -> None:
+        if self.daemon.harness.auto_refine_after_failure and record.is_agent:
+            self._start(f"session {record.id} failed", record.id)
+
+    def _start(self, trigger: str, session_id: str | None) -> None:
+        cooldown = self.daemon.harness.refine_cooldown
+        if self._auto is not None and not self._auto.done():
+            return
+        if self._last_auto and time.monotonic() - self._last_auto < cooldown:
+            return
+        self._last_auto = time.monotonic()
+        self._turns = 0
+        self._auto = self.daemon.spawn(
+            self.refine(author="auto", trigger=trigger, session_id=session_id), "auto-refine"
+        )
+        self._auto.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            error = task.exception()
+            text = error.message if isinstance(error, PrimeError) else repr(error)
+            self.daemon.log.error("automatic refinement failed: %s", text)
+
+
+def _evidence(rec: SessionRecord, events: list[dict[str, Any]]) -> dict[str, Any]:
+    turns = 0
+    errors: list[dict[str, Any]] = []
+    for ev in events:
+        data = ev["data"]
+        if ev["kind"] == "assistant":
+            turns += 1
+        elif ev["kind"] == "cell" and data.get("status") != "ok":
+            text = next(
+                (
+                    f"{o.get('ename')}: {o.get('evalue')}"
+                    for o in data.get("outputs") or []
+                    if o.get("output_type") == "error"
+                ),
+                data.get("status"),
+            )
+            errors.append(
+                {
+                    "turn": turns,
+                    "code": _clip(data.get("code", ""), 300),
+                    "error": _clip(str(text), 300),
+                }
+            )
+        elif ev["kind"] == "error":
+            errors.append({"turn": turns, "error": _clip(str(data.get("message")), 300)})
+    usage = rec.usage or {}
+    return {
+        "session_id": rec.id,
+        "parent_id": rec.parent_id,
+        "task": _clip(rec.prompt, 600),
+        "model": rec.model,
+        "state": rec.state.value,
+        "error": rec.error,
+        "answer": _clip(rec.answer_repr or "", 300) or None,
+        "turns": turns,
+        "errors": errors[-8:],
+        "usage": {k: usage.get(k) for k in ("total_tokens", "cost", "model_calls", "cells")},
+    }
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n] + "…"

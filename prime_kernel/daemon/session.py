@@ -1,0 +1,92 @@
+"""What the daemon holds in memory for a session it is driving: its kernel, its run, its
+conversation with the model, and what to tell the model next."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.states import SessionState
+from .records import SessionRecord
+
+if TYPE_CHECKING:
+    from .kernels import KernelRunner
+
+Message = dict[str, Any]
+
+
+class Conversation:
+    """The message list a session's model is shown (L1), kept in the store as it grows so that
+    a restarted daemon resumes it; a compaction replaces it whole."""
+
+    def __init__(
+        self,
+        messages: list[Message] | None = None,
+        *,
+        on_append: Callable[[list[Message]], None] | None = None,
+        on_replace: Callable[[list[Message]], None] | None = None,
+    ) -> None:
+        self._messages: list[Message] = list(messages or [])
+        self._on_append = on_append
+        self._on_replace = on_replace
+
+    def append(self, *messages: Message) -> None:
+        if self._on_append is not None:
+            self._on_append(list(messages))
+        self._messages.extend(messages)
+
+    def load(self, messages: list[Message]) -> None:
+        """Messages read back from the store (not written again)."""
+        self._messages[:] = messages
+
+    def replace(self, messages: list[Message]) -> None:
+        if self._on_replace is not None:
+            self._on_replace(list(messages))
+        self._messages[:] = messages
+
+    @property
+    def messages(self) -> list[Message]:
+        """The messages as a list for a model call (a copy: change them through this class)."""
+        return list(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self._messages)
+
+    def __getitem__(self, index: int) -> Message:
+        return self._messages[index]
+
+
+@dataclass(eq=False)
+class LiveSession:
+    record: SessionRecord
+    conversation: Conversation = field(default_factory=Conversation)
+    runner: KernelRunner | None = None
+    task: asyncio.Task[None] | None = None
+    # Text for the model at its next turn: a person's cells, messages, restore notes.
+    notes: list[str] = field(default_factory=list)
+    # Set when a waiter may look: the session ended, or (persistent) answered and went IDLE.
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    answered: bool = False
+    turns: int = 0
+    cancelling: bool = False
+    compact_requested: bool = False
+    # Names in the REPL after the last cell that ran (to say what a restore lost).
+    repl_names: list[str] = field(default_factory=list)
+    last_snapshot: float = 0.0
+    snapshot_cost: float = 0.0
+    # Why the REPL must be restored from its latest snapshot once a kernel is attached (a
+    # revived INACTIVE session, a session resumed after a restart); None: start empty.
+    restore_reason: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def state(self) -> SessionState:
+        return self.record.state

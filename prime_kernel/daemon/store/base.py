@@ -1,0 +1,116 @@
+"""What the daemon needs of a database (see the package docstring for the contract)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from ...protocol.errors import Unavailable
+
+# Who has read a message: the model (shown at its next turn) and `recv()` in the REPL read
+# independently, so each reader gets every message once.
+Reader = Literal["model", "recv"]
+
+
+class StoreUnavailable(Unavailable):
+    """The store cannot be written (or is held by another daemon); nothing is acknowledged."""
+
+
+class Store(abc.ABC):
+    """A daemon's durable record. Implementations: `SqliteStore`."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.blob_dir = self.directory / "blobs"
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def open(self) -> None:
+        """Open (creating or migrating) the store and claim it for this daemon alone."""
+
+    @abc.abstractmethod
+    async def flush(self, timeout: float | None = None) -> None:
+        """Return once every write enqueued so far is durable (StoreUnavailable if it cannot
+        be made so within `timeout`)."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Flush and release the store."""
+
+    # -- sessions -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def load_sessions(self) -> list[dict[str, Any]]:
+        """Every session row (at start, before the daemon serves; the registry caches them)."""
+
+    @abc.abstractmethod
+    def insert_session(self, row: dict[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    def update_session(self, session_id: str, fields: dict[str, Any]) -> None: ...
+
+    # -- events (trajectories) ----------------------------------------------------------------
+    @abc.abstractmethod
+    def append_event(self, session_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Enqueue an event; returns it with its `seq` and `ts`."""
+
+    @abc.abstractmethod
+    async def events(
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        kinds: Iterable[str] | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]: ...
+
+    @abc.abstractmethod
+    async def last_event(self, session_id: str, kind: str) -> dict[str, Any] | None: ...
+
+    # -- conversations (what the model is shown, kept so a session can resume) ----------------
+    @abc.abstractmethod
+    def append_conversation(self, session_id: str, messages: list[dict[str, Any]]) -> None: ...
+
+    @abc.abstractmethod
+    def replace_conversation(self, session_id: str, messages: list[dict[str, Any]]) -> None: ...
+
+    @abc.abstractmethod
+    async def conversation(self, session_id: str) -> list[dict[str, Any]]: ...
+
+    # -- mailboxes ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def put_message(self, message: dict[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    def mark_read(self, message_ids: Iterable[str], reader: Reader) -> None: ...
+
+    @abc.abstractmethod
+    async def unread(
+        self, to_id: str, reader: Reader, limit: int | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    # -- kernels (so a restarted daemon can find and stop what a dead one left running) --------
+    @abc.abstractmethod
+    def record_kernel(self, kernel_id: str, fields: dict[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    def forget_kernel(self, kernel_id: str) -> None: ...
+
+    @abc.abstractmethod
+    async def kernels(self) -> list[dict[str, Any]]: ...
+
+    # -- blobs (pickled contexts, answers and REPL snapshots travel by file) -------------------
+    @abc.abstractmethod
+    async def put_blob(self, data: bytes) -> str: ...
+
+    @abc.abstractmethod
+    async def get_blob(self, blob_id: str) -> bytes: ...
+
+    def blob_path(self, blob_id: str) -> Path:
+        if not isinstance(blob_id, str) or not blob_id.isalnum():
+            raise ValueError(f"invalid blob id {blob_id!r}")
+        return self.blob_dir / f"{blob_id}.pkl"
+
+    def has_blob(self, blob_id: object) -> bool:
+        return isinstance(blob_id, str) and blob_id.isalnum() and self.blob_path(blob_id).exists()

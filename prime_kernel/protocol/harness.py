@@ -1,0 +1,60 @@
+"""Harness entry kinds: what each is, where its files live, and the names it is known by."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class HarnessKind(str, Enum):
+    NOTE = "note"
+    MEMORY = "memory"
+    SKILL = "skill"
+    SPEC = "spec"
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    kind: HarnessKind
+    folder: str  # under a harness root (`.prime/harness/` or `~/.prime/harness/`)
+    title: str
+    description: str
+
+
+KINDS: dict[HarnessKind, KindSpec] = {
+    s.kind: s
+    for s in [
+        KindSpec(
+            HarnessKind.NOTE,
+            "notes",
+            "Prompt note",
+            "standing instructions added to every session's context (`notes/<id>.md`)",
+        ),
+        KindSpec(
+            HarnessKind.MEMORY,
+            "memory",
+            "Memory",
+            "a fact learned, with where it came from (`memory/<id>.md`)",
+        ),
+        KindSpec(
+            HarnessKind.SKILL,
+            "skills",
+            "Skill",
+            "Agent Skills format: `skills/<id>/SKILL.md` plus optional files and an entrypoint",
+        ),
+        KindSpec(
+            HarnessKind.SPEC,
+            "specs",
+            "Sub-agent spec",
+            "a recipe for a child — instructions, `model`, `budget`, `max_turns` "
+            "(`specs/<id>.md`; `rlm(prompt, spec=...)`)",
+        ),
+    ]
+}
+
+# Every name a kind is accepted under (URLs, the REPL, the CLI): the kind and its folder.
+ALIASES: dict[str, HarnessKind] = {
+    **{s.folder: k for k, s in KINDS.items()},
+    **{k.value: k for k in KINDS},
+    "memories": HarnessKind.MEMORY,
+}

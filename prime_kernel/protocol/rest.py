@@ -1,0 +1,91 @@
+"""The REST API: every route (`ROUTES`, under /api/prime) and the JSON Schema of every request
+body it takes (`schemas/*.json`). A test checks the server mounts exactly these routes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+SCHEMA_DIR = Path(__file__).parent / "schemas"
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in SCHEMA_DIR.glob("*.json"))
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """The schema `name` (e.g. "create_session")."""
+    return dict(json.loads((SCHEMA_DIR / f"{name}.json").read_text()))
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str  # `{id}` stands for a session id, `{kind}`/`{entry}` for a harness entry
+    audience: str  # "user" (jupyter_server auth) or "kernel" (the session's token)
+    summary: str
+    body: str | None = None  # the schema of its JSON body (schemas/<body>.json)
+
+
+_U, _K = "user", "kernel"
+
+ROUTES: list[Route] = [
+    # sessions
+    Route("GET", "/sessions", _U, "List sessions: ?state=, ?root=, ?limit=, ?changed_after="),
+    Route("POST", "/sessions", _U, "Start a root agent session", "create_session"),
+    Route("GET", "/sessions/{id}", _U, "One session's record"),
+    Route("DELETE", "/sessions/{id}", _U, "Cancel a session and its subtree"),
+    Route("GET", "/sessions/{id}/events", _U, "Its trajectory: ?after=SEQ"),
+    Route("POST", "/sessions/{id}/interrupt", _U, "Interrupt the cell its kernel runs"),
+    Route("GET", "/sessions/{id}/context", _U, "The pickled context it was given"),
+    Route("POST", "/sessions/{id}/messages", _U, "A person's message", "user_message"),
+    Route("GET", "/sessions/{id}/export", _U, "Its notebook (a download); ?with_context=1"),
+    Route("POST", "/sessions/{id}/export", _U, "Write its notebook under the root", "export"),
+    Route("GET", "/models", _U, "The default model and the known ones"),
+    # from kernels
+    Route("POST", "/kernel/sessions", _K, "rlm(): start a child", "create_child"),
+    Route("POST", "/kernel/sessions/batch", _K, "rlm.map(): start children", "create_children"),
+    Route("GET", "/kernel/sessions/{id}", _K, "A descendant's record"),
+    Route("DELETE", "/kernel/sessions/{id}", _K, "Cancel a descendant"),
+    Route("GET", "/kernel/sessions/{id}/wait", _K, "Wait for a descendant: ?timeout="),
+    Route("GET", "/kernel/sessions/{id}/answer", _K, "A descendant's pickled answer"),
+    Route("POST", "/kernel/blobs", _K, "Upload a pickled value: ?what=answer|context|snapshot"),
+    Route("GET", "/kernel/context", _K, "The caller's pickled context"),
+    Route("POST", "/kernel/answer", _K, "answer(value)", "answer"),
+    Route("POST", "/kernel/llm", _K, "llm() / llm.batch()", "llm"),
+    Route("GET", "/kernel/whoami", _K, "The caller's record"),
+    Route("GET", "/kernel/usage", _K, "The caller's usage, own and subtree"),
+    Route("GET", "/kernel/snapshot", _K, "The caller's latest REPL snapshot"),
+    Route("POST", "/kernel/compact", _K, "compact(): summarise before the next turn"),
+    Route("POST", "/kernel/messages", _K, "send()", "kernel_message"),
+    Route("GET", "/kernel/messages", _K, "recv(): ?timeout="),
+    Route("GET", "/kernel/agents", _K, "agents(): who the caller can message"),
+    Route("POST", "/kernel/export", _K, "export() / h.export()", "kernel_export"),
+    # the harness
+    Route("GET", "/harness", _U, "Every entry (?kind=), broken files, the review policy"),
+    Route("POST", "/harness", _U, "Create an entry"),
+    Route("POST", "/harness/refine", _U, "Refine the harness from evidence", "refine"),
+    Route("POST", "/harness/import", _U, "Import harness_state.json or SKILL.md folders"),
+    Route("POST", "/harness/export", _U, "Write the harness as a folder under the root"),
+    Route("GET", "/harness/refinements", _U, "Refinements, newest first: ?limit="),
+    Route("GET", "/harness/refinements/{rid}", _U, "One refinement"),
+    Route("POST", "/harness/refinements/{rid}/{action}", _U, "approve | reject | rollback"),
+    Route("GET", "/harness/{kind}/{entry}", _U, "One entry"),
+    Route("PUT", "/harness/{kind}/{entry}", _U, "Change an entry (?base_version=)"),
+    Route("DELETE", "/harness/{kind}/{entry}", _U, "Delete an entry (its history stays)"),
+    Route("GET", "/harness/{kind}/{entry}/history", _U, "Every version"),
+    Route("GET", "/harness/{kind}/{entry}/versions/{version}", _U, "One version's files"),
+    Route("GET", "/harness/{kind}/{entry}/diff", _U, "A diff: ?a=&b="),
+    Route("POST", "/harness/{kind}/{entry}/rollback", _U, "Restore a version"),
+    Route("GET", "/kernel/harness", _K, "harness.*.list()"),
+    Route("POST", "/kernel/harness/refine", _K, "refine()", "refine"),
+    Route("POST", "/kernel/harness/{kind}", _K, "harness.*.create()"),
+    Route("GET", "/kernel/harness/{kind}/{entry}", _K, "harness.*.get()"),
+    Route("PUT", "/kernel/harness/{kind}/{entry}", _K, "harness.*.update()"),
+    Route("DELETE", "/kernel/harness/{kind}/{entry}", _K, "harness.*.delete()"),
+    Route("GET", "/kernel/harness/{kind}/{entry}/history", _K, "harness.*.history()"),
+]

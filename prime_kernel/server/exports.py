@@ -1,0 +1,112 @@
+"""Trajectories as notebooks, for people and for kernels.
+
+GET /api/prime/sessions/{id}/export returns the .ipynb itself (a download; `?with_context=1` adds
+the cell that loads the context). POST `{"path", "subtree", "force", "with_context"}` writes it
+under the server root instead; a path outside the root (or inside the daemon's store) is
+refused. Writing is a POST, never a GET, so that it is covered by the XSRF check.
+
+POST /api/prime/kernel/export: `export()` and `Handle.export()` from a kernel, for its own session
+and its descendants only; relative paths are taken from the kernel's working folder (it sends
+`cwd`), and the result must still lie under the server root.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..export import NotebookExporter, default_target, export_to, under_root
+from ..protocol.errors import InvalidRequest
+from ..protocol.wire import API, KERNEL_API, SESSION_ID
+from ..util.redact import Redactor, config_secrets
+from .base import KernelHandler, PrimeHandler, UserHandler
+
+ID = rf"(?P<session_id>{SESSION_ID})"
+_FLAGS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False, "": False}
+
+
+class _Exporting(PrimeHandler):
+    def exporter(self) -> NotebookExporter:
+        """An exporter configured from the server's config that redacts everything it knows."""
+        secrets = self.daemon.scrubber.secrets() | config_secrets(self.serverapp.config)
+        return NotebookExporter(parent=self.extensionapp, redactor=Redactor(secrets))
+
+    async def write_export(
+        self, session_id: str, target: Path, *, subtree: bool, force: bool, with_context: bool
+    ) -> list[Path]:
+        return await export_to(
+            self.daemon,
+            self.exporter(),
+            session_id,
+            target,
+            subtree=subtree,
+            force=force,
+            with_context=with_context,
+        )
+
+
+class ExportHandler(_Exporting, UserHandler):
+    async def get(self, session_id: str) -> None:
+        if self.get_argument("path", None) is not None:
+            raise InvalidRequest('to write an export under the root, POST {"path": ...} instead')
+        value = self.get_argument("with_context", "0").strip().lower()
+        if value not in _FLAGS:
+            raise InvalidRequest(f"with_context must be 1 or 0, not {value[:20]!r}")
+        record = self.daemon.session_json(session_id)
+        events = await self.daemon.events(session_id)
+        states = {c: self.daemon.session_json(c)["state"] for c in record["children"]}
+        nb = self.exporter().notebook_bytes(
+            record, events, states=states, with_context=_FLAGS[value]
+        )
+        self.set_header("Content-Disposition", f'attachment; filename="{session_id}.ipynb"')
+        self.finish(nb, set_content_type="application/x-ipynb+json")
+
+    async def post(self, session_id: str) -> None:
+        body = self.body("export")
+        self.daemon.session_json(session_id)  # an unknown id is a 404 before any path check
+        target = under_root(self.daemon.root_dir, body["path"], store=self.daemon.store_dir)
+        files = await self.write_export(
+            session_id,
+            target,
+            subtree=body.get("subtree", False),
+            force=body.get("force", False),
+            with_context=body.get("with_context", False),
+        )
+        root = Path(self.daemon.root_dir).resolve()
+        self.write_json(
+            {
+                "session_id": session_id,
+                "path": str(target.relative_to(root)),
+                "files": [str(f.relative_to(root)) for f in files],
+            },
+            status=201,
+        )
+
+
+class KernelExportHandler(_Exporting, KernelHandler):
+    async def post(self) -> None:
+        body = self.body("kernel_export")
+        session_id = self.daemon.own_tree(self.caller, body.get("session_id"))
+        subtree = body.get("subtree", False)
+        path = body.get("path") or default_target(session_id, subtree)
+        cwd = body.get("cwd") or self.daemon.root_dir
+        target = under_root(
+            self.daemon.root_dir, str(Path(cwd) / path), store=self.daemon.store_dir
+        )
+        files = await self.write_export(
+            session_id,
+            target,
+            subtree=subtree,
+            force=body.get("force", False),
+            with_context=body.get("with_context", False),
+        )
+        self.write_json(
+            {"session_id": session_id, "path": str(target), "files": [str(f) for f in files]},
+            status=201,
+        )
+
+
+HANDLERS: list[tuple[str, Any]] = [
+    (rf"{API}/sessions/{ID}/export", ExportHandler),
+    (rf"{KERNEL_API}/export", KernelExportHandler),
+]

@@ -1,0 +1,198 @@
+"""Sessions: create, list, read, wait for, answer, cancel and interrupt them.
+
+People (jupyter_server auth) under /api/prime/sessions; kernels (their session's token) under
+/api/prime/kernel/. Each handler is a thin call into the daemon, which decides everything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol.errors import PrimeError
+from ..protocol.wire import API, KERNEL_API, MAX_WAIT, SESSION_ID
+from .base import KernelHandler, UserHandler
+
+ID = rf"(?P<session_id>{SESSION_ID})"
+# Longest answer repr kept (the kernel caps it too, but the kernel is not trusted).
+MAX_REPR_CHARS = 4000
+MAX_LIST = 100_000
+
+
+# -- people -----------------------------------------------------------------------------------
+class SessionsHandler(UserHandler):
+    async def get(self) -> None:
+        self.write_json(
+            self.daemon.list_sessions(
+                states=[s.upper() for s in self.get_arguments("state") if s] or None,
+                root_id=self.get_argument("root", None),
+                limit=self.query_int("limit", low=1),
+                changed_after=self.query_int("changed_after"),
+            )
+        )
+
+    async def post(self) -> None:
+        body = self.body("create_session")
+        record = await self.daemon.create_session(body.pop("prompt"), **body)
+        await self.reply(record, status=201)
+
+
+class SessionHandler(UserHandler):
+    async def get(self, session_id: str) -> None:
+        self.write_json(self.daemon.session_json(session_id))
+
+    async def delete(self, session_id: str) -> None:
+        await self.reply(await self.daemon.cancel(session_id))
+
+
+class EventsHandler(UserHandler):
+    async def get(self, session_id: str) -> None:
+        after = self.query_int("after", default=0) or 0
+        self.write_json({"events": await self.daemon.events(session_id, after=after)})
+
+
+class SessionContextHandler(UserHandler):
+    async def get(self, session_id: str) -> None:
+        data = await self.daemon.context_bytes(session_id)
+        self.set_header("Content-Type", "application/octet-stream")
+        self.finish(data)
+
+
+class InterruptHandler(UserHandler):
+    async def post(self, session_id: str) -> None:
+        await self.daemon.interrupt(session_id)
+        self.write_json({"interrupted": session_id})
+
+
+class ModelsHandler(UserHandler):
+    async def get(self) -> None:
+        daemon = self.daemon
+        models = daemon.router.known_models()
+        default = daemon.resolve_model(None)
+        if default not in models:
+            models.insert(0, default)
+        self.write_json({"default": default, "models": models})
+
+
+# -- kernels ----------------------------------------------------------------------------------
+class ChildrenHandler(KernelHandler):
+    async def post(self) -> None:
+        body = self.body("create_child")
+        record = await self.daemon.create_session(
+            body.pop("prompt"), parent_id=self.caller.id, **body
+        )
+        await self.reply(record, status=201)
+
+
+class BatchChildrenHandler(KernelHandler):
+    async def post(self) -> None:
+        requests = self.body("create_children")["sessions"]
+        records = await self.daemon.create_children(self.caller.id, requests)
+        await self.reply({"sessions": records}, status=201)
+
+
+class ChildHandler(KernelHandler):
+    async def get(self, session_id: str) -> None:
+        self.daemon.descendant_of(self.caller, session_id)
+        self.write_json(self.daemon.session_json(session_id))
+
+    async def delete(self, session_id: str) -> None:
+        self.daemon.descendant_of(self.caller, session_id)
+        await self.reply(await self.daemon.cancel(session_id))
+
+
+class WaitHandler(KernelHandler):
+    async def get(self, session_id: str) -> None:
+        self.daemon.descendant_of(self.caller, session_id)
+        timeout = self.query_seconds("timeout", MAX_WAIT, MAX_WAIT)
+        self.write_json(await self.daemon.wait(session_id, timeout, caller=self.caller))
+
+
+class AnswerOfHandler(KernelHandler):
+    async def get(self, session_id: str) -> None:
+        self.daemon.descendant_of(self.caller, session_id)
+        data = await self.daemon.answer_bytes(session_id)
+        self.set_header("Content-Type", "application/octet-stream")
+        self.finish(data)
+
+
+class BlobsHandler(KernelHandler):
+    # What a kernel uploads, for the message if it is too large.
+    WHAT = {"answer": "the answer", "context": "the context", "snapshot": "the REPL snapshot"}
+
+    async def post(self) -> None:
+        size = len(self.request.body)
+        what = self.WHAT.get(self.get_argument("what", ""), "the value")
+        self.daemon.check_blob_size(size, what)
+        blob_id = await self.daemon.store.put_blob(self.request.body)
+        self.write_json({"blob_id": blob_id, "size": size}, status=201)
+
+
+class ContextHandler(KernelHandler):
+    async def get(self) -> None:
+        data = await self.daemon.context_bytes(self.caller.id)
+        self.set_header("Content-Type", "application/octet-stream")
+        self.finish(data)
+
+
+class AnswerHandler(KernelHandler):
+    async def post(self) -> None:
+        body = self.body("answer")
+        if not self.daemon.store.has_blob(body["blob_id"]):
+            raise PrimeError(f"no uploaded value {body['blob_id']!r} (POST it to blobs first)")
+        text = body["repr"]
+        if len(text) > MAX_REPR_CHARS:
+            text = text[:MAX_REPR_CHARS] + "…"
+        self.daemon.record_answer(self.caller, body["blob_id"], text, "answer")
+        await self.reply({"session_id": self.caller.id, "answered": True})
+
+
+class LLMHandler(KernelHandler):
+    async def post(self) -> None:
+        body = self.body("llm")
+        texts = await self.daemon.llm(self.caller, body["prompts"], body.get("model"))
+        await self.reply({"texts": texts})
+
+
+class WhoAmIHandler(KernelHandler):
+    async def get(self) -> None:
+        self.write_json(self.daemon.session_json(self.caller.id))
+
+
+class UsageHandler(KernelHandler):
+    async def get(self) -> None:
+        self.write_json(self.daemon.session_json(self.caller.id)["usage"])
+
+
+class SnapshotHandler(KernelHandler):
+    async def get(self) -> None:
+        data = await self.daemon.snapshots.latest_bytes(self.caller.id)
+        self.set_header("Content-Type", "application/octet-stream")
+        self.finish(data)
+
+
+class CompactHandler(KernelHandler):
+    async def post(self) -> None:
+        self.write_json(self.daemon.request_compaction(self.caller))
+
+
+HANDLERS: list[tuple[str, Any]] = [
+    (rf"{API}/sessions", SessionsHandler),
+    (rf"{API}/sessions/{ID}", SessionHandler),
+    (rf"{API}/sessions/{ID}/events", EventsHandler),
+    (rf"{API}/sessions/{ID}/interrupt", InterruptHandler),
+    (rf"{API}/sessions/{ID}/context", SessionContextHandler),
+    (rf"{API}/models", ModelsHandler),
+    (rf"{KERNEL_API}/sessions", ChildrenHandler),
+    (rf"{KERNEL_API}/sessions/batch", BatchChildrenHandler),
+    (rf"{KERNEL_API}/sessions/{ID}", ChildHandler),
+    (rf"{KERNEL_API}/sessions/{ID}/wait", WaitHandler),
+    (rf"{KERNEL_API}/sessions/{ID}/answer", AnswerOfHandler),
+    (rf"{KERNEL_API}/blobs", BlobsHandler),
+    (rf"{KERNEL_API}/context", ContextHandler),
+    (rf"{KERNEL_API}/answer", AnswerHandler),
+    (rf"{KERNEL_API}/llm", LLMHandler),
+    (rf"{KERNEL_API}/whoami", WhoAmIHandler),
+    (rf"{KERNEL_API}/usage", UsageHandler),
+    (rf"{KERNEL_API}/snapshot", SnapshotHandler),
+    (rf"{KERNEL_API}/compact", CompactHandler),
+]

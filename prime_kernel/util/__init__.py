@@ -1,0 +1,1 @@
+"""Helpers every layer uses; stdlib only, importing nothing else of ours."""

@@ -1,0 +1,62 @@
+"""Text shown to people and models: cell outputs as text, middle-cut text, usage figures."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def output_text(output: dict[str, Any]) -> str:
+    """One Jupyter output (stream, error, result, display data) as plain text."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return str(output.get("text", ""))
+    if kind == "error":
+        tb = "\n".join(strip_ansi(line) for line in output.get("traceback") or [])
+        return tb or f"{output.get('ename')}: {output.get('evalue')}"
+    data = output.get("data") or {}
+    if "text/plain" in data:
+        text = data["text/plain"]
+        return ("".join(text) if isinstance(text, list) else str(text)) + "\n"
+    kinds = ", ".join(sorted(data)) or "nothing"
+    return f"[display data: {kinds}]\n"
+
+
+def cap(text: str, limit: int) -> tuple[str, str | None]:
+    """Keep the head and tail of `text` within `limit` characters; say what was cut."""
+    if limit <= 0 or len(text) <= limit:
+        return text, None
+    head = limit * 2 // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    note = f"[... {cut} characters cut from the middle of this output; the full output is stored]"
+    return f"{text[:head]}\n{note}\n{text[-tail:] if tail else ''}", note
+
+
+def fmt_tokens(n: float) -> str:
+    n = int(n)
+    return f"{n / 1000:.1f}k" if n >= 10_000 else str(n)
+
+
+def fmt_cost(c: float) -> str:
+    return f"${c:.4f}" if c else "$0"
+
+
+def fmt_usage(u: dict[str, Any]) -> str:
+    return (
+        f"{fmt_tokens(u.get('total_tokens', 0))} tok "
+        f"({fmt_tokens(u.get('prompt_tokens', 0))} in / "
+        f"{fmt_tokens(u.get('completion_tokens', 0))} out), {fmt_cost(u.get('cost', 0))}, "
+        f"{int(u.get('model_calls', 0))} calls, {int(u.get('cells', 0))} cells"
+    )
+
+
+def fmt_time(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
