@@ -7,6 +7,7 @@ back the last commits).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -14,10 +15,10 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -68,24 +69,52 @@ CREATE INDEX IF NOT EXISTS mailbox_to ON mailbox(to_id, read_ts, ts);
 
 _JSON_COLUMNS = ("budget", "options", "usage")
 
+T = TypeVar("T")
+
 
 def new_id(prefix: str = "") -> str:
     return prefix + uuid.uuid4().hex[:12]
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write a file so that it is either absent or complete, never half-written."""
+def renamed_into(folder: Path, private: Path | None, write: Callable[[Path], T]) -> T:
+    """`write(tmp)` writes temporaries in the folder `tmp` and renames them into `folder`.
+
+    It is called with `private` (a folder nobody browses, such as the store's `tmp/`) so that
+    temporaries never appear in `folder`: jupyter_server lists a folder entry by entry, and one
+    renamed away between the listing and its stat turns the whole listing into a 404 (with
+    hidden files allowed). A rename cannot cross filesystems or mounts, so when it fails with
+    EXDEV, `write` is called again with `folder` itself; `write` must then have removed its
+    temporaries. Temporary names should end in `~`, which jupyter_server does not list by
+    default (`ContentsManager.hide_globs`), for that fallback.
+    """
+    if private is not None:
+        private.mkdir(parents=True, exist_ok=True)
+        try:
+            return write(private)
+        except OSError as e:
+            if e.errno != errno.EXDEV:
+                raise
+    return write(folder)
+
+
+def atomic_write(path: Path, data: bytes, *, tmp_dir: Path | None = None) -> None:
+    """Write a file so that it is either absent or complete, never half-written; the
+    temporary file goes to `tmp_dir` if it can (see `renamed_into`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    def write(folder: Path) -> None:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix="~")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    renamed_into(path.parent, tmp_dir, write)
 
 
 class Store:
@@ -95,6 +124,8 @@ class Store:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.blob_dir = self.directory / "blobs"
+        # Temporaries of atomic writes under the root (blobs, exports): see `renamed_into`.
+        self.tmp_dir = self.directory / "tmp"
         self.path = self.directory / "prime.sqlite3"
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -246,7 +277,7 @@ class Store:
     # -- blobs (pickled contexts and answers travel by file) --------------------------------
     def put_blob(self, data: bytes) -> str:
         blob_id = new_id("b")
-        atomic_write(self.blob_dir / f"{blob_id}.pkl", data)
+        atomic_write(self.blob_dir / f"{blob_id}.pkl", data, tmp_dir=self.tmp_dir)
         return blob_id
 
     def blob_path(self, blob_id: str) -> Path:
