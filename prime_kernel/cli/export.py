@@ -58,7 +58,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         export = collect(
             daemon, args.id, notebook, subtree=args.subtree, with_context=args.with_context
         )
-        files = write(export, target, subtree=args.subtree, force=args.force)
+        files = write(
+            export,
+            target,
+            subtree=args.subtree,
+            force=args.force,
+            tmp_dir=daemon.store.tmp_dir,
+        )
     except PrimeError as e:
         raise CLIError(e.message, exit_code=1) from None
     for path in files:
