@@ -95,11 +95,13 @@ test('end to end: a root spawns a child, both finish, co-working in the root con
   await page.getByLabel('Turn budget').fill('20');
 
   // The new root is in the tree from the POST's reply: the session list is not fetched again
-  // (on a push event or the poll) until it shows.
+  // (on a push event or the poll) until it shows. The held fetches go on before the route is
+  // removed: removing it lets Playwright continue them itself.
   const listing = (url: URL) => url.pathname.endsWith('/api/prime/sessions');
   const held: Route[] = [];
+  let holding = true;
   await page.route(listing, route => {
-    if (route.request().method() === 'GET') {
+    if (holding && route.request().method() === 'GET') {
       held.push(route);
     } else {
       void route.continue();
@@ -107,8 +109,9 @@ test('end to end: a root spawns a child, both finish, co-working in the root con
   });
   await page.getByRole('button', { name: 'Start' }).click();
   await expect(rows(page).filter({ hasText: 'Compute 6*7' })).toHaveCount(1);
-  await page.unroute(listing);
+  holding = false;
   await Promise.all(held.map(route => route.continue()));
+  await page.unroute(listing);
 
   // Both rows reach DONE, with non-zero tokens; the child is nested under the root.
   const root = rows(page).filter({ hasText: 'Compute 6*7' });
