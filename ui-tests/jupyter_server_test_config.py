@@ -5,7 +5,9 @@ JSON file PRIME_SCRIPTS names by playwright.config.js).
 Never use this configuration for anything but tests: it removes all security protections.
 """
 
+import json
 import os
+from pathlib import Path
 from tempfile import mkdtemp
 
 if not os.environ.get("PRIME_SCRIPTS"):
@@ -26,6 +28,18 @@ c.ServerApp.password = ""
 c.ServerApp.disable_check_xsrf = True
 c.LabApp.expose_app_in_browser = True
 c.LabApp.workspaces_dir = mkdtemp(prefix="prime-ui-workspaces-")
+# Lab's user settings too: the tests change the theme, which must not reach the tester's
+# ~/.jupyter (nor come from it). Lab does not ask whether to fetch news: its toast would sit
+# over the page at a moment of its choosing.
+c.LabApp.user_settings_dir = mkdtemp(prefix="prime-ui-settings-")
+_notification = (
+    Path(c.LabApp.user_settings_dir)
+    / "@jupyterlab"
+    / "apputils-extension"
+    / "notification.jupyterlab-settings"
+)
+_notification.parent.mkdir(parents=True)
+_notification.write_text(json.dumps({"fetchNews": "false"}))
 c.Daemon.default_model = "scripted/ui-root"
 c.Daemon.pool_size = 1
 # The harness: the global scope in a throw-away folder (never the tester's ~/.prime), edits

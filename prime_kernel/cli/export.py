@@ -88,6 +88,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 subtree=args.subtree,
                 force=args.force,
                 with_context=args.with_context,
+                tmp_dir=Path(args.root).resolve() / ".prime" / "tmp",
             )
         )
     except PrimeError as e:

@@ -33,6 +33,11 @@ class HarnessFiles:
     def root(self, scope: str) -> Path:
         return self.roots[scope]
 
+    def _write(self, scope: str, path: Path, text: str) -> None:
+        # Temporaries in the scope's private `.tmp/`, never beside the entry, where the file
+        # browser (the project scope is under the server root) would list them mid-write.
+        atomic_write(path, text.encode("utf-8"), tmp_dir=self.root(scope) / ".tmp")
+
     def _main(self, scope: str, kind: str, entry_id: str) -> Path:
         base = self.root(scope) / DIRS[kind]
         if kind == "skill":
@@ -71,12 +76,12 @@ class HarnessFiles:
                 return
             for name, text in files.items():
                 target = main if name == SKILL_FILE else folder / check_file_name(name)
-                atomic_write(target, text.encode("utf-8"))
+                self._write(scope, target, text)
             return
         if files is None:
             main.unlink(missing_ok=True)
             return
-        atomic_write(main, files[main_file(kind)].encode("utf-8"))
+        self._write(scope, main, files[main_file(kind)])
 
     def ids(self, scope: str, kind: str) -> list[str]:
         base = self.root(scope) / DIRS[kind]

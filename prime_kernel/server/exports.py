@@ -42,6 +42,7 @@ class _Exporting(PrimeHandler):
             subtree=subtree,
             force=force,
             with_context=with_context,
+            tmp_dir=self.daemon.store.tmp_dir,
         )
 
 

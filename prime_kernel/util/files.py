@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def new_id(prefix: str = "") -> str:
@@ -20,26 +25,42 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
     return folder
 
 
-def atomic_write(path: Path, data: bytes, *, tmp_dir: Path | None = None) -> None:
-    """Write a file so that it is either absent or complete, never half-written.
+def renamed_into(folder: Path, private: Path | None, write: Callable[[Path], T]) -> T:
+    """`write(tmp)` writes temporaries in the folder `tmp` and renames them into `folder`.
 
-    The temporary file goes to `tmp_dir` when given and on the same filesystem as `path` (so
-    that a folder being listed — by the contents API, say — never shows a half-written file);
-    otherwise beside `path`, since a rename cannot cross filesystems.
+    It is called with `private` (a folder nobody browses, such as the store's `tmp/`) so that
+    temporaries never appear in `folder`: jupyter_server lists a folder entry by entry, and one
+    renamed away between the listing and its stat turns the whole listing into a 404 (with
+    hidden files allowed). A rename cannot cross filesystems or mounts, so when it fails with
+    EXDEV, `write` is called again with `folder` itself; `write` must then have removed its
+    temporaries. Temporary names should end in `~`, which jupyter_server does not list by
+    default (`ContentsManager.hide_globs`), for that fallback.
     """
+    if private is not None:
+        private.mkdir(parents=True, exist_ok=True)
+        try:
+            return write(private)
+        except OSError as e:
+            if e.errno != errno.EXDEV:
+                raise
+    return write(folder)
+
+
+def atomic_write(path: Path, data: bytes, *, tmp_dir: Path | None = None) -> None:
+    """Write a file so that it is either absent or complete, never half-written; the
+    temporary file goes to `tmp_dir` if it can (see `renamed_into`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    where = path.parent
-    if tmp_dir is not None:
-        tmp_dir.mkdir(parents=True, exist_ok=True)
-        if tmp_dir.stat().st_dev == where.stat().st_dev:
-            where = tmp_dir
-    fd, tmp = tempfile.mkstemp(dir=where, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    def write(folder: Path) -> None:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix="~")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    renamed_into(path.parent, tmp_dir, write)

@@ -6,18 +6,43 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { expect, Page, test, TestInfo } from '@playwright/test';
+import { expect, Page, Route, test, TestInfo } from '@playwright/test';
 
 test.describe.configure({ mode: 'serial' });
 
+/**
+ * A fresh lab, settled. `jupyterapp.restored` is not enough: with ?reset, Lab resolves it and
+ * only then clears the saved state, drops ?reset from the URL and routes again, and the empty
+ * main area gets a Launcher, which takes the focus. Until then a command run by that flow
+ * closes the modal palette, and the focus moves away from what a test clicked. Polled on
+ * state rather than awaiting a page promise, which can fail ("Resulting promise was garbage
+ * collected").
+ */
 async function openLab(page: Page): Promise<void> {
   await page.goto('/lab?reset');
   await page.waitForFunction(
-    () => (window as any).jupyterapp?.commands.hasCommand('prime-kernel:open-agents'),
+    () => {
+      const app = (window as any).jupyterapp;
+      return (
+        app?.commands.hasCommand('prime-kernel:open-agents') &&
+        !/[?&]reset\b/.test(window.location.search) &&
+        app.shell.currentWidget?.node.querySelector('.jp-Launcher') != null
+      );
+    },
     null,
     { timeout: 60_000 }
   );
-  await page.evaluate(() => (window as any).jupyterapp.restored);
+}
+
+/** Wait until the visible console has its kernel, connected: a cell run before it has one is lost. */
+async function consoleConnected(page: Page): Promise<void> {
+  await page.waitForFunction(() => {
+    const app = (window as any).jupyterapp;
+    const panel = [...app.shell.widgets('main')].find(
+      (w: any) => w.isVisible && w.node.classList.contains('jp-ConsolePanel')
+    );
+    return panel?.sessionContext.session?.kernel?.connectionStatus === 'connected';
+  });
 }
 
 async function run(page: Page, command: string, args: Record<string, unknown> = {}) {
@@ -68,10 +93,25 @@ test('end to end: a root spawns a child, both finish, co-working in the root con
   await page.locator('.jp-PrimeAgents-form select').selectOption('scripted/ui-root');
   await page.getByLabel('Token budget').fill('200k');
   await page.getByLabel('Turn budget').fill('20');
-  await page.getByRole('button', { name: 'Start' }).click();
 
-  // The new root is in the tree right away (before any push event or poll).
-  await expect(rows(page).filter({ hasText: 'Compute 6*7' })).toHaveCount(1, { timeout: 3000 });
+  // The new root is in the tree from the POST's reply: the session list is not fetched again
+  // (on a push event or the poll) until it shows. The held fetches go on before the route is
+  // removed: removing it lets Playwright continue them itself.
+  const listing = (url: URL) => url.pathname.endsWith('/api/prime/sessions');
+  const held: Route[] = [];
+  let holding = true;
+  await page.route(listing, route => {
+    if (holding && route.request().method() === 'GET') {
+      held.push(route);
+    } else {
+      void route.continue();
+    }
+  });
+  await page.getByRole('button', { name: 'Start' }).click();
+  await expect(rows(page).filter({ hasText: 'Compute 6*7' })).toHaveCount(1);
+  holding = false;
+  await Promise.all(held.map(route => route.continue()));
+  await page.unroute(listing);
 
   // Both rows reach DONE, with non-zero tokens; the child is nested under the root.
   const root = rows(page).filter({ hasText: 'Compute 6*7' });
@@ -116,9 +156,10 @@ test('end to end: a root spawns a child, both finish, co-working in the root con
   await page.locator('.jp-MainAreaWidget:visible .jp-Toolbar-item', { hasText: 'Console' }).click();
   const consolePanel = page.locator('.jp-ConsolePanel:visible');
   await expect(consolePanel).toBeVisible();
-  await consolePanel.locator('.jp-CodeConsole-input .cm-content').click();
-  await page.keyboard.type("print('co-working', x + 1)");
-  await page.keyboard.press('Shift+Enter');
+  await consoleConnected(page);
+  const consoleInput = consolePanel.locator('.jp-CodeConsole-input .cm-content');
+  await consoleInput.fill("print('co-working', x + 1)");
+  await consoleInput.press('Shift+Enter');
   await expect(consolePanel.locator('.jp-OutputArea-output').last()).toContainText('co-working 43');
 
   // The line shows up in the root's trajectory as the user's cell, with its output.
@@ -166,11 +207,20 @@ test('export as notebook: one notebook, then the subtree as a folder, never over
       .filter(f => !f.name.startsWith('.'))
       .map(f => `${f.name}${f.type === 'directory' ? '/' : ''}`)
       .sort();
+  // The export that wrote (201; a name already taken is a 409 and the next name is tried),
+  // listed once it is written: exactly one new entry, nothing else changed.
   const exported = async (withChildren: boolean) => {
     const before = await listing();
+    const written = page.waitForResponse(
+      r =>
+        r.request().method() === 'POST' &&
+        new URL(r.url()).pathname.endsWith(`/api/prime/sessions/${rootId}/export`) &&
+        r.status() === 201
+    );
     await exportRoot(withChildren);
-    await expect.poll(async () => (await listing()).length).toBe(before.length + 1);
-    return (await listing()).find(f => !before.includes(f))!;
+    const entry = `${(await (await written).json()).path}${withChildren ? '/' : ''}`;
+    expect(await listing()).toEqual([...before, entry].sort());
+    return entry;
   };
 
   // Named after the session (its name, as a file-name slug), opened at once.
@@ -262,9 +312,10 @@ test('a running agent: console on its kernel, message, cancel', async ({ page, r
       return sessions.map((s: any) => s.kernel.id);
     })
     .toContain(info.kernel_id);
-  await consolePanel.locator('.jp-CodeConsole-input .cm-content').click();
-  await page.keyboard.type('ready * 2');
-  await page.keyboard.press('Shift+Enter');
+  await consoleConnected(page);
+  const consoleInput = consolePanel.locator('.jp-CodeConsole-input .cm-content');
+  await consoleInput.fill('ready * 2');
+  await consoleInput.press('Shift+Enter');
   await expect(consolePanel.locator('.jp-OutputArea-output').last()).toContainText('yesyes');
 
   // Message the agent from its view (POST /api/prime/sessions/{id}/messages).
@@ -282,25 +333,26 @@ test('a running agent: console on its kernel, message, cancel', async ({ page, r
 
 test('palette commands and dark theme', async ({ page }) => {
   await openLab(page);
+  // The modal palette closes when the focus leaves it or any command runs: openLab waited
+  // until Lab itself does neither.
   const palette = page.locator('.lm-CommandPalette');
-  // Lab's "notified about news?" toast can take the focus and close the modal palette: retry.
-  await expect(async () => {
-    await run(page, 'apputils:activate-command-palette');
-    await page.locator('.lm-CommandPalette-input').fill('Prime Agents');
-    for (const label of ['Open Agents Panel', 'New Agent…', 'Refresh Agents', 'Open Agent Harness']) {
-      await expect(palette.getByText(label, { exact: true })).toBeVisible({ timeout: 2000 });
-    }
-  }).toPass({ timeout: 30_000 });
-  await page.keyboard.press('Escape');
+  const search = palette.locator('.lm-CommandPalette-input');
+  await run(page, 'apputils:activate-command-palette');
+  await expect(search).toBeFocused();
+  await search.fill('Prime Agents');
+  for (const label of ['Open Agents Panel', 'New Agent…', 'Refresh Agents', 'Open Agent Harness']) {
+    await expect(palette.getByText(label, { exact: true })).toBeVisible();
+  }
+  await search.press('Escape');
+  await expect(search).toBeHidden();
   await run(page, 'apputils:change-theme', { theme: 'JupyterLab Dark' });
   await expect(page.locator('body')).toHaveAttribute('data-jp-theme-light', 'false');
   await run(page, 'prime-kernel:open-agents');
   // Badges still use theme variables: the DONE badge is not transparent.
-  const bg = await page
-    .locator('.jp-PrimeAgents-badge.jp-PrimeAgents-state-DONE')
-    .first()
-    .evaluate(el => getComputedStyle(el).backgroundColor);
-  expect(bg).not.toBe('rgba(0, 0, 0, 0)');
+  await expect(page.locator('.jp-PrimeAgents-badge.jp-PrimeAgents-state-DONE').first()).not.toHaveCSS(
+    'background-color',
+    'rgba(0, 0, 0, 0)'
+  );
   await run(page, 'apputils:change-theme', { theme: 'JupyterLab Light' });
 });
 

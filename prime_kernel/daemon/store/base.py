@@ -24,6 +24,8 @@ class Store(abc.ABC):
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self.blob_dir = self.directory / "blobs"
+        # Temporaries of atomic writes under the root (blobs, exports): see `renamed_into`.
+        self.tmp_dir = self.directory / "tmp"
 
     # -- lifecycle ----------------------------------------------------------------------------
     @abc.abstractmethod

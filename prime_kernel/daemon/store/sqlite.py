@@ -482,15 +482,15 @@ class SqliteStore(Store):
     async def put_blob(self, data: bytes) -> str:
         blob_id = new_id("b")
         path = self.blob_path(blob_id)
-        await asyncio.to_thread(_write_private, path, data)
+        await asyncio.to_thread(_write_private, path, data, self.tmp_dir)
         return blob_id
 
     async def get_blob(self, blob_id: str) -> bytes:
         return await asyncio.to_thread(self.blob_path(blob_id).read_bytes)
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    atomic_write(path, data)
+def _write_private(path: Path, data: bytes, tmp_dir: Path) -> None:
+    atomic_write(path, data, tmp_dir=tmp_dir)
     os.chmod(path, 0o600)
 
 
