@@ -259,26 +259,41 @@ export type ErrorCode = "bad_request" | "budget_exceeded" | "cancelled" | "child
 
 export type HarnessKind = "note" | "memory" | "skill" | "spec";
 
-export const HARNESS_KINDS: Readonly<Record<HarnessKind, { folder: string; title: string }>> = {
+export const HARNESS_KINDS: Readonly<Record<HarnessKind, { folder: string; title: string; plural: string }>> = {
   "note": {
     "folder": "notes",
-    "title": "Prompt note"
+    "title": "Prompt note",
+    "plural": "Prompt notes"
   },
   "memory": {
     "folder": "memory",
-    "title": "Memory"
+    "title": "Memory",
+    "plural": "Memories"
   },
   "skill": {
     "folder": "skills",
-    "title": "Skill"
+    "title": "Skill",
+    "plural": "Skills"
   },
   "spec": {
     "folder": "specs",
-    "title": "Sub-agent spec"
+    "title": "Sub-agent spec",
+    "plural": "Sub-agent specs"
   }
 };
 
 export const SESSION_EVENT_SCHEMA: string = "https://events.prime-kernel.dev/prime_kernel/session/v1";
+
+/** One event of a session's trajectory; `data` depends on `kind`. */
+export type TrajectoryEvent<K extends EventKind = EventKind> = {
+  [P in K]: {
+    seq: number;
+    session_id: string;
+    ts: number;
+    kind: P;
+    data: EventDataMap[P];
+  };
+}[K];
 
 /** What a session (or a subtree) spent. */
 export interface Usage {
@@ -321,44 +336,15 @@ export interface Session {
   kernel_alive: boolean;
   usage: {
     /** What a session (or a subtree) spent. */
-    own: {
-      prompt_tokens: number;
-      completion_tokens: number;
-      cached_tokens: number;
-      total_tokens: number;
-      cost: number;
-      model_calls: number;
-      cells: number;
-      wall_time: number;
-      kernel_time: number;
-    };
+    own: Usage;
     /** What a session (or a subtree) spent. */
-    subtree: {
-      prompt_tokens: number;
-      completion_tokens: number;
-      cached_tokens: number;
-      total_tokens: number;
-      cost: number;
-      model_calls: number;
-      cells: number;
-      wall_time: number;
-      kernel_time: number;
-    };
+    subtree: Usage;
   };
   children: Array<string>;
 }
 
-/** One event of a session's trajectory; `data` depends on `kind`. */
-export interface Trajectoryevent {
-  seq: number;
-  session_id: string;
-  ts: number;
-  kind: "task" | "state" | "model_call" | "assistant" | "cell" | "observation" | "answer" | "child" | "mail_in" | "mail_out" | "compaction" | "snapshot" | "restore" | "resume" | "kernel" | "refinement" | "error";
-  data: Record<string, unknown>;
-}
-
 /** Pushed on jupyter_server's event bus for every trajectory event. */
-export interface Sessionnotification {
+export interface SessionNotification {
   session_id: string;
   kind: "task" | "state" | "model_call" | "assistant" | "cell" | "observation" | "answer" | "child" | "mail_in" | "mail_out" | "compaction" | "snapshot" | "restore" | "resume" | "kernel" | "refinement" | "error";
   state: "ADMITTED" | "RUNNING" | "IDLE" | "INACTIVE" | "DONE" | "FAILED" | "CANCELLED";
@@ -368,62 +354,30 @@ export interface Sessionnotification {
 }
 
 /** GET /api/prime/sessions: records newest first; `cursor` and `epoch` let a client ask for what changed since (`?changed_after=cursor`, valid while `epoch` is the same daemon run). */
-export interface Sessionlist {
-  sessions: Array<{
-    id: string;
-    name: string;
-    /** The task (cut to 500 characters in lists). */
-    prompt: string;
-    model: string | null;
-    state: "ADMITTED" | "RUNNING" | "IDLE" | "INACTIVE" | "DONE" | "FAILED" | "CANCELLED";
-    kind: "agent" | "notebook";
-    parent_id: string | null;
-    root_id: string;
-    depth: number;
-    notebook_path?: string | null;
-    kernel_id?: string | null;
-    created: number;
-    started?: number | null;
-    ended?: number | null;
-    error?: string | null;
-    answer_repr?: string | null;
-    context_type?: string | null;
-    budget?: Record<string, unknown> | null;
-    /** max_turns, persistent, spec, instructions, kernel_restarts */
-    options: Record<string, unknown>;
-    has_answer: boolean;
-    /** Whether its kernel is up (a person can attach a console). */
-    kernel_alive: boolean;
-    usage: {
-      /** What a session (or a subtree) spent. */
-      own: {
-        prompt_tokens: number;
-        completion_tokens: number;
-        cached_tokens: number;
-        total_tokens: number;
-        cost: number;
-        model_calls: number;
-        cells: number;
-        wall_time: number;
-        kernel_time: number;
-      };
-      /** What a session (or a subtree) spent. */
-      subtree: {
-        prompt_tokens: number;
-        completion_tokens: number;
-        cached_tokens: number;
-        total_tokens: number;
-        cost: number;
-        model_calls: number;
-        cells: number;
-        wall_time: number;
-        kernel_time: number;
-      };
-    };
-    children: Array<string>;
-  }>;
+export interface SessionList {
+  sessions: Array<Session>;
   cursor: number;
   epoch: string;
+}
+
+/** GET /api/prime/models: the model a session gets when none is named, and the known ones (any other litellm name is accepted too). */
+export interface ModelList {
+  default: string;
+  models: Array<string>;
+}
+
+/** DELETE /api/prime/sessions/{id}: the sessions cancelled (it and its subtree). */
+export interface CancelResult {
+  cancelled: Array<string>;
+  already_ended: boolean;
+  state: "ADMITTED" | "RUNNING" | "IDLE" | "INACTIVE" | "DONE" | "FAILED" | "CANCELLED";
+}
+
+/** POST /api/prime/sessions/{id}/export: what was written (paths relative to the server root; a subtree is a folder of notebooks). */
+export interface ExportResult {
+  session_id: string;
+  path: string;
+  files: Array<string>;
 }
 
 /** POST /api/prime/kernel/answer: answer(value) — the value was uploaded as a blob. */
@@ -445,7 +399,7 @@ export interface Budget {
 }
 
 /** POST /api/prime/kernel/sessions: rlm() from a kernel starts a child of the calling session. */
-export interface Createchild {
+export interface CreateChild {
   /** The task. */
   prompt: string;
   /** A litellm model name; default: the parent's, PRIME_MODEL, or c.Daemon.default_model. */
@@ -466,12 +420,12 @@ export interface Createchild {
 }
 
 /** POST /api/prime/kernel/sessions/batch: rlm.map() starts many children at once (all or none). */
-export interface Createchildren {
-  sessions: Array<Createchild>;
+export interface CreateChildren {
+  sessions: Array<CreateChild>;
 }
 
 /** POST /api/prime/sessions: start a root agent session. */
-export interface Createsession {
+export interface CreateSession {
   /** The task. */
   prompt: string;
   /** A litellm model name; default: the parent's, PRIME_MODEL, or c.Daemon.default_model. */
@@ -488,7 +442,7 @@ export interface Createsession {
 }
 
 /** POST /api/prime/sessions/{id}/export: write the trajectory as a notebook under the server root. */
-export interface Exportrequest {
+export interface ExportRequest {
   path: string;
   subtree?: boolean;
   force?: boolean;
@@ -496,7 +450,7 @@ export interface Exportrequest {
 }
 
 /** POST /api/prime/kernel/export: export() / h.export() from a kernel. */
-export interface Kernelexportrequest {
+export interface KernelExportRequest {
   session_id?: string | null;
   path?: string | null;
   cwd?: string | null;
@@ -506,24 +460,24 @@ export interface Kernelexportrequest {
 }
 
 /** POST /api/prime/kernel/messages: send() from a kernel; the daemon stamps the sender. */
-export interface Kernelmessage {
+export interface KernelMessage {
   to: string;
   message: string;
 }
 
 /** POST /api/prime/kernel/llm: llm() / llm.batch(). */
-export interface Llmrequest {
+export interface LLMRequest {
   prompts: Array<string>;
   model?: string | null;
 }
 
 /** POST /api/prime/kernel/harness/refine: refine() from a kernel. */
-export interface Kernelrefine {
+export interface KernelRefine {
   instructions?: string | null;
   session_id?: string | null;
 }
 
 /** POST /api/prime/sessions/{id}/messages: a person's message (or `/refine [instructions]`). */
-export interface Usermessage {
+export interface UserMessage {
   message: string;
 }

@@ -19,6 +19,7 @@ class KindSpec:
     folder: str  # under a harness root (`.prime/harness/` or `~/.prime/harness/`)
     title: str
     description: str
+    plural: str  # a heading over entries of the kind
 
 
 KINDS: dict[HarnessKind, KindSpec] = {
@@ -29,18 +30,21 @@ KINDS: dict[HarnessKind, KindSpec] = {
             "notes",
             "Prompt note",
             "standing instructions added to every session's context (`notes/<id>.md`)",
+            "Prompt notes",
         ),
         KindSpec(
             HarnessKind.MEMORY,
             "memory",
             "Memory",
             "a fact learned, with where it came from (`memory/<id>.md`)",
+            "Memories",
         ),
         KindSpec(
             HarnessKind.SKILL,
             "skills",
             "Skill",
             "Agent Skills format: `skills/<id>/SKILL.md` plus optional files and an entrypoint",
+            "Skills",
         ),
         KindSpec(
             HarnessKind.SPEC,
@@ -48,6 +52,7 @@ KINDS: dict[HarnessKind, KindSpec] = {
             "Sub-agent spec",
             "a recipe for a child — instructions, `model`, `budget`, `max_turns` "
             "(`specs/<id>.md`; `rlm(prompt, spec=...)`)",
+            "Sub-agent specs",
         ),
     ]
 }

@@ -137,5 +137,36 @@ LIST: dict[str, Any] = {
 }
 
 
+MODELS: dict[str, Any] = {
+    "title": "ModelList",
+    "description": "GET /api/prime/models: the model a session gets when none is named, and the "
+    "known ones (any other litellm name is accepted too).",
+    "type": "object",
+    "required": ["default", "models"],
+    "properties": {"default": _S, "models": {"type": "array", "items": _S}},
+}
+
+CANCELLED: dict[str, Any] = {
+    "title": "CancelResult",
+    "description": "DELETE /api/prime/sessions/{id}: the sessions cancelled (it and its subtree).",
+    "type": "object",
+    "required": ["cancelled", "already_ended", "state"],
+    "properties": {
+        "cancelled": {"type": "array", "items": _S},
+        "already_ended": {"type": "boolean"},
+        "state": {"enum": [s.value for s in SessionState]},
+    },
+}
+
+EXPORTED: dict[str, Any] = {
+    "title": "ExportResult",
+    "description": "POST /api/prime/sessions/{id}/export: what was written (paths relative to "
+    "the server root; a subtree is a folder of notebooks).",
+    "type": "object",
+    "required": ["session_id", "path", "files"],
+    "properties": {"session_id": _S, "path": _S, "files": {"type": "array", "items": _S}},
+}
+
+
 def event_data(kind: EventKind) -> dict[str, Any]:
     return EVENTS[kind].schema
