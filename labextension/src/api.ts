@@ -1,6 +1,6 @@
 /**
- * REST client for the prime_kernel server extension (docs/architecture.md).
- * ServerConnection.makeRequest adds the auth token and XSRF headers.
+ * REST client for the prime_kernel server extension (docs/reference.md, generated from
+ * prime_kernel/protocol). ServerConnection.makeRequest adds the auth token and XSRF headers.
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
@@ -10,10 +10,21 @@ import {
   IHarnessEntry,
   IHarnessListing,
   IHarnessVersion,
+  INewEntry,
   IRefinement,
+  IVersionFiles,
   kindUrl
-} from './harnessModel';
-import { IEvent, IExportRequest, IExportResult, IModels, INewSession, ISession } from './model';
+} from './harnessData';
+import {
+  CancelResult,
+  CreateSession,
+  ExportRequest,
+  ExportResult,
+  ModelList,
+  Session,
+  SessionList,
+  TrajectoryEvent
+} from './protocol';
 
 export class PrimeAPIError extends Error {
   constructor(
@@ -32,6 +43,18 @@ function query(params: Record<string, string | number | undefined | null>): stri
   return parts.length ? `?${parts.join('&')}` : '';
 }
 
+/** The message of an error reply: `message`, else `reason` or `error`, else the status. */
+function errorMessage(data: unknown, response: Response): string {
+  if (data && typeof data === 'object') {
+    const body = data as { message?: unknown; reason?: unknown; error?: unknown };
+    const text = body.message || body.reason || body.error;
+    if (text) {
+      return String(text);
+    }
+  }
+  return `${response.status} ${response.statusText}`;
+}
+
 export class PrimeAPI {
   constructor(readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {}
 
@@ -48,7 +71,7 @@ export class PrimeAPI {
       throw new PrimeAPIError(`cannot reach the server (${(err as Error).message || err})`, 0);
     }
     const text = await response.text();
-    let data: any = null;
+    let data: unknown = null;
     if (text) {
       try {
         data = JSON.parse(text);
@@ -57,10 +80,7 @@ export class PrimeAPI {
       }
     }
     if (!response.ok) {
-      const msg =
-        (data && typeof data === 'object' && (data.message || data.reason || data.error)) ||
-        `${response.status} ${response.statusText}`;
-      throw new PrimeAPIError(String(msg), response.status);
+      throw new PrimeAPIError(errorMessage(data, response), response.status);
     }
     return data as T;
   }
@@ -74,25 +94,28 @@ export class PrimeAPI {
     return init;
   }
 
-  async listSessions(filters: { state?: string; root?: string } = {}): Promise<ISession[]> {
-    const data = await this.request<{ sessions: ISession[] }>(['sessions'], {}, query(filters));
-    return (data && data.sessions) || [];
+  /**
+   * The sessions, newest first, with a `cursor` and the daemon run's `epoch`; with
+   * `changed_after` (an earlier cursor of the same epoch) only those changed since.
+   */
+  listSessions(filters: { state?: string; root?: string; changed_after?: number } = {}): Promise<SessionList> {
+    return this.request<SessionList>(['sessions'], {}, query(filters));
   }
 
-  getSession(id: string): Promise<ISession> {
-    return this.request<ISession>(['sessions', id]);
+  getSession(id: string): Promise<Session> {
+    return this.request<Session>(['sessions', id]);
   }
 
-  createSession(body: INewSession): Promise<ISession> {
-    return this.request<ISession>(['sessions'], this._json('POST', body));
+  createSession(body: CreateSession): Promise<Session> {
+    return this.request<Session>(['sessions'], this._json('POST', body));
   }
 
-  cancelSession(id: string): Promise<{ cancelled: string[]; already_ended: boolean }> {
-    return this.request(['sessions', id], { method: 'DELETE' });
+  cancelSession(id: string): Promise<CancelResult> {
+    return this.request<CancelResult>(['sessions', id], { method: 'DELETE' });
   }
 
-  async events(id: string, after = 0): Promise<IEvent[]> {
-    const data = await this.request<{ events: IEvent[] }>(
+  async events(id: string, after = 0): Promise<TrajectoryEvent[]> {
+    const data = await this.request<{ events: TrajectoryEvent[] }>(
       ['sessions', id, 'events'],
       {},
       query({ after: after || undefined })
@@ -108,32 +131,27 @@ export class PrimeAPI {
     return this.request(['sessions', id, 'interrupt'], this._json('POST', {}));
   }
 
-  models(): Promise<IModels> {
-    return this.request<IModels>(['models']);
+  models(): Promise<ModelList> {
+    return this.request<ModelList>(['models']);
   }
 
   /**
    * Write the session's trajectory as a notebook (or, with `subtree`, a folder of linked
    * notebooks) under the server root. A POST, so the XSRF check covers it.
    */
-  exportNotebook(id: string, body: IExportRequest): Promise<IExportResult> {
-    return this.request<IExportResult>(['sessions', id, 'export'], this._json('POST', body));
+  exportNotebook(id: string, body: ExportRequest): Promise<ExportResult> {
+    return this.request<ExportResult>(['sessions', id, 'export'], this._json('POST', body));
   }
 
-  /** Whether the harness endpoints exist (GET /api/prime/harness answers 200). */
-  async harnessAvailable(): Promise<boolean> {
-    try {
-      await this.request(['harness']);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  // -- Continual Harness (docs/architecture.md, "Continual Harness") ------------------
+  // -- the harness ----------------------------------------------------------------------
 
   harness(): Promise<IHarnessListing> {
     return this.request<IHarnessListing>(['harness']);
+  }
+
+  /** Create an entry (author "user"); 409 if it exists in that scope. */
+  harnessCreate(body: INewEntry): Promise<IHarnessEntry> {
+    return this.request<IHarnessEntry>(['harness'], this._json('POST', body));
   }
 
   harnessEntry(kind: string, id: string): Promise<IHarnessEntry> {
@@ -156,12 +174,8 @@ export class PrimeAPI {
   }
 
   /** A version with its files before and after (file name -> text, or null). */
-  harnessVersion(
-    kind: string,
-    id: string,
-    version: number
-  ): Promise<IHarnessVersion & { before: Record<string, string> | null; after: Record<string, string> | null }> {
-    return this.request(['harness', kindUrl(kind), id, 'versions', String(version)]);
+  harnessVersion(kind: string, id: string, version: number): Promise<IVersionFiles> {
+    return this.request<IVersionFiles>(['harness', kindUrl(kind), id, 'versions', String(version)]);
   }
 
   async harnessDiff(kind: string, id: string, a: number, b?: number): Promise<string> {
@@ -173,10 +187,10 @@ export class PrimeAPI {
     return (data && data.diff) || '';
   }
 
-  harnessRollback(kind: string, id: string, version: number): Promise<IHarnessVersion> {
+  harnessRollback(kind: string, id: string, version: number, reason: string): Promise<IHarnessVersion> {
     return this.request<IHarnessVersion>(
       ['harness', kindUrl(kind), id, 'rollback'],
-      this._json('POST', { version, reason: `rolled back to version ${version} from the Harness view` })
+      this._json('POST', { version, reason })
     );
   }
 

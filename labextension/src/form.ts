@@ -1,83 +1,76 @@
+/**
+ * The "New agent" form: prompt, model (any litellm name; the known ones suggested), optional
+ * name and budget (tokens, dollars, wall-clock time and model calls over the agent's subtree).
+ * Its fields wrap to fit the side bar; its defaults come from the settings.
+ */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
+import { IBudgetInput, parseBudget } from './budget';
 import { h } from './dom';
-import { INewSession, ISession, parseBudget } from './model';
-import { AgentsStore } from './store';
+import type { CreateSession, Session } from './protocol';
+import type { IPrimeSessions, IPrimeSettings } from './tokens';
 
-/**
- * The "New agent" form: prompt, model, optional name and budget (tokens, dollars,
- * wall-clock time and model calls over the agent's subtree).
- */
+export interface INewAgentFormOptions {
+  sessions: IPrimeSessions;
+  settings: IPrimeSettings;
+  trans: TranslationBundle;
+  onStarted: (s: Session) => void;
+  onClose: () => void;
+}
+
+let formCount = 0;
+
 export class NewAgentForm extends Widget {
-  constructor(
-    private readonly store: AgentsStore,
-    private readonly onStarted: (s: ISession) => void,
-    private readonly onClose: () => void
-  ) {
+  constructor(private readonly options: INewAgentFormOptions) {
     super();
+    const { trans } = options;
     this.addClass('jp-PrimeAgents-form');
+    const input = (label: string, placeholder: string, attrs: Record<string, string> = {}) =>
+      h('input', { className: 'jp-mod-styled', type: 'text', placeholder, 'aria-label': label, ...attrs });
+    const field = (label: string, control: HTMLElement, className = '') =>
+      h('label', { className: `jp-PrimeAgents-field ${className}`.trim() }, h('span', {}, label), control);
+
     this._prompt = h('textarea', {
       className: 'jp-PrimeAgents-prompt jp-mod-styled',
-      placeholder: 'What should the agent do?',
+      placeholder: trans.__('What should the agent do?'),
       rows: 4,
-      'aria-label': 'Agent task'
+      'aria-label': trans.__('Agent task')
     });
-    this._model = h('select', { className: 'jp-mod-styled', 'aria-label': 'Model' });
-    this._name = h('input', {
-      className: 'jp-mod-styled',
-      type: 'text',
-      placeholder: 'name (optional)',
-      'aria-label': 'Name'
-    });
-    this._tokens = h('input', {
-      className: 'jp-mod-styled',
-      type: 'text',
-      placeholder: 'max tokens, e.g. 200k',
-      'aria-label': 'Token budget'
-    });
-    this._dollars = h('input', {
-      className: 'jp-mod-styled',
-      type: 'text',
-      placeholder: 'max $, e.g. 0.50',
-      'aria-label': 'Dollar budget'
-    });
-    this._seconds = h('input', {
-      className: 'jp-mod-styled',
-      type: 'text',
-      placeholder: 'e.g. 10m',
-      'aria-label': 'Time limit'
-    });
-    this._turns = h('input', {
-      className: 'jp-mod-styled',
-      type: 'text',
-      placeholder: 'model calls, e.g. 30',
-      'aria-label': 'Turn budget'
-    });
+    const listId = `jp-PrimeAgents-models-${++formCount}`;
+    this._models = h('datalist', { id: listId });
+    this._model = input(trans.__('Model'), trans.__('server default'), { list: listId, spellcheck: 'false' });
+    this._name = input(trans.__('Name'), trans.__('optional'));
+    this._tokens = input(trans.__('Token budget'), trans.__('e.g. 200k'));
+    this._dollars = input(trans.__('Dollar budget'), trans.__('e.g. 0.50'));
+    this._seconds = input(trans.__('Time limit'), trans.__('e.g. 10m'));
+    this._turns = input(trans.__('Turn budget'), trans.__('e.g. 30'));
     this._error = h('div', { className: 'jp-PrimeAgents-formError', role: 'alert' });
     this._start = h(
       'button',
-      { className: 'jp-mod-styled jp-mod-accept', type: 'submit', title: 'Start (Ctrl/Cmd+Enter)' },
-      'Start'
+      { className: 'jp-mod-styled jp-mod-accept', type: 'submit', title: trans.__('Start (Ctrl/Cmd+Enter)') },
+      trans.__('Start')
     );
-    const cancel = h('button', { className: 'jp-mod-styled jp-mod-reject', type: 'button' }, 'Close');
-    cancel.addEventListener('click', () => this.onClose());
+    const close = h('button', { className: 'jp-mod-styled jp-mod-reject', type: 'button' }, trans.__('Close'));
+    close.addEventListener('click', () => options.onClose());
 
     const form = h(
       'form',
       {},
       this._prompt,
-      h('label', { className: 'jp-PrimeAgents-field' }, h('span', {}, 'Model'), this._model),
-      h('label', { className: 'jp-PrimeAgents-field' }, h('span', {}, 'Name'), this._name),
       h(
         'div',
-        { className: 'jp-PrimeAgents-budget' },
-        h('label', { className: 'jp-PrimeAgents-field' }, h('span', {}, 'Tokens'), this._tokens),
-        h('label', { className: 'jp-PrimeAgents-field' }, h('span', {}, 'Dollars'), this._dollars),
-        h('label', { className: 'jp-PrimeAgents-field' }, h('span', {}, 'Time'), this._seconds),
-        h('label', { className: 'jp-PrimeAgents-field' }, h('span', {}, 'Turns'), this._turns)
+        { className: 'jp-PrimeAgents-fields' },
+        field(trans.__('Model'), this._model, 'jp-mod-wide'),
+        field(trans.__('Name'), this._name, 'jp-mod-wide'),
+        field(trans.__('Tokens'), this._tokens),
+        field(trans.__('Dollars'), this._dollars),
+        field(trans.__('Time'), this._seconds),
+        field(trans.__('Turns'), this._turns)
       ),
+      this._models,
       this._error,
-      h('div', { className: 'jp-PrimeAgents-formButtons' }, cancel, this._start)
+      h('div', { className: 'jp-PrimeAgents-formButtons' }, close, this._start)
     );
     form.addEventListener('submit', ev => {
       ev.preventDefault();
@@ -88,11 +81,12 @@ export class NewAgentForm extends Widget {
         ev.preventDefault();
         void this.submit();
       } else if (ev.key === 'Escape') {
-        this.onClose();
+        options.onClose();
       }
     });
     this.node.append(form);
-    this._setModels(null, []);
+    this._applyDefaults();
+    options.settings.changed.connect(this._applyDefaults, this);
   }
 
   /** Load the model list (once) and focus the prompt. */
@@ -104,12 +98,13 @@ export class NewAgentForm extends Widget {
       return;
     }
     try {
-      const m = await this.store.models();
+      const m = await this.options.sessions.models();
       this._modelsLoaded = true;
-      this._setModels(m.default, m.models || []);
-    } catch (err) {
-      // The server may still be starting: keep the default and try again shortly.
-      this._setModels(null, []);
+      this._model.placeholder = this.options.trans.__('default: %1', m.default);
+      this._model.title = this._model.placeholder;
+      this._models.replaceChildren(...m.models.map(name => h('option', { value: name })));
+    } catch {
+      // The server may still be starting: keep the placeholder and try again shortly.
       setTimeout(() => {
         if (this.isVisible && !this.isDisposed) {
           void this.activateForm();
@@ -122,20 +117,16 @@ export class NewAgentForm extends Widget {
     if (this._busy) {
       return;
     }
+    const { trans } = this.options;
     const prompt = this._prompt.value.trim();
     if (!prompt) {
-      this._showError('Type a task for the agent first.');
+      this._showError(trans.__('Type a task for the agent first.'));
       this._prompt.focus();
       return;
     }
-    const body: INewSession = { prompt };
+    const body: CreateSession = { prompt };
     try {
-      const budget = parseBudget({
-        tokens: this._tokens.value,
-        dollars: this._dollars.value,
-        seconds: this._seconds.value,
-        turns: this._turns.value
-      });
+      const budget = parseBudget(this._budgetInput(), trans);
       if (budget) {
         body.budget = budget;
       }
@@ -143,8 +134,9 @@ export class NewAgentForm extends Widget {
       this._showError((err as Error).message);
       return;
     }
-    if (this._model.value) {
-      body.model = this._model.value;
+    const model = this._model.value.trim();
+    if (model) {
+      body.model = model;
     }
     if (this._name.value.trim()) {
       body.name = this._name.value.trim();
@@ -153,16 +145,48 @@ export class NewAgentForm extends Widget {
     this._start.disabled = true;
     this._showError('');
     try {
-      const session = await this.store.create(body);
+      const session = await this.options.sessions.create(body);
       this._prompt.value = '';
       this._name.value = '';
-      this.onStarted(session);
+      this.options.onStarted(session);
     } catch (err) {
-      this._showError(`Could not start the agent: ${(err as Error).message}`);
+      this._showError(trans.__('Could not start the agent: %1', (err as Error).message));
     } finally {
       this._busy = false;
       this._start.disabled = false;
     }
+  }
+
+  dispose(): void {
+    if (!this.isDisposed) {
+      this.options.settings.changed.disconnect(this._applyDefaults, this);
+    }
+    super.dispose();
+  }
+
+  private _budgetInput(): IBudgetInput {
+    return {
+      tokens: this._tokens.value,
+      dollars: this._dollars.value,
+      seconds: this._seconds.value,
+      turns: this._turns.value
+    };
+  }
+
+  /** Fill the model and budget fields from the settings, except where the person typed. */
+  private _applyDefaults(): void {
+    const { defaultModel, defaultBudget } = this.options.settings;
+    const fill = (el: HTMLInputElement, value: string | undefined) => {
+      if (!el.value || el.value === el.dataset.default) {
+        el.value = value ?? '';
+      }
+      el.dataset.default = value ?? '';
+    };
+    fill(this._model, defaultModel);
+    fill(this._tokens, defaultBudget.tokens);
+    fill(this._dollars, defaultBudget.dollars);
+    fill(this._seconds, defaultBudget.seconds);
+    fill(this._turns, defaultBudget.turns);
   }
 
   private _showError(msg: string): void {
@@ -170,16 +194,9 @@ export class NewAgentForm extends Widget {
     this._error.style.display = msg ? '' : 'none';
   }
 
-  private _setModels(def: string | null, models: string[]): void {
-    this._model.replaceChildren();
-    this._model.append(h('option', { value: '' }, def ? `default (${def})` : 'server default'));
-    for (const m of models) {
-      this._model.append(h('option', { value: m }, m));
-    }
-  }
-
   private _prompt: HTMLTextAreaElement;
-  private _model: HTMLSelectElement;
+  private _model: HTMLInputElement;
+  private _models: HTMLDataListElement;
   private _name: HTMLInputElement;
   private _tokens: HTMLInputElement;
   private _dollars: HTMLInputElement;

@@ -1,16 +1,16 @@
 /**
  * The Harness view: browse the Continual Harness (prompt notes, memories, skills, sub-agent
- * specs; project and global), open an entry's file in the editor (or edit it through the REST
- * API when the editor cannot reach it: harnessEditor.ts), its history with diffs,
- * roll back, run a refinement and review the proposed edits one by one.
- * REST: docs/architecture.md, "Continual Harness"; pure logic in harnessModel.ts.
+ * specs; project and global), create an entry, open one's file in the editor (or edit it
+ * through the REST API when the editor cannot reach it: harnessEditor.ts), its history with
+ * diffs, roll back, run a refinement and review the proposed edits one by one. It renders what
+ * its `HarnessModel` holds.
  */
 import { Dialog, InputDialog, showDialog } from '@jupyterlab/apputils';
+import type { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
-import { PrimeAPI } from './api';
 import { h } from './dom';
-import { editHarnessEntry } from './harnessEditor';
+import { toMillis } from './format';
 import {
   canRollbackRefinement,
   canRollbackTo,
@@ -20,26 +20,27 @@ import {
   entryFile,
   groupEntries,
   IHarnessEntry,
-  IHarnessListing,
   IHarnessVersion,
-  IRefinement,
   parseDiff,
   pendingEdits,
   relativeToRoot,
   sortRefinements
-} from './harnessModel';
-import { toMillis } from './model';
+} from './harnessData';
+import { createHarnessEntry, editHarnessEntry } from './harnessEditor';
+import { HarnessModel } from './harnessModel';
+import { HarnessKind } from './protocol';
 
 export interface IHarnessViewOptions {
-  api: PrimeAPI;
+  model: HarnessModel;
+  trans: TranslationBundle;
   /** Absolute path of the server root (PageConfig `serverRoot`). */
   serverRoot: string;
   /** Open a file (relative to the server root) in the editor. */
   openFile: (path: string) => Promise<void>;
 }
 
-function when(ts: unknown): string {
-  const ms = toMillis(ts as number | string | null | undefined);
+function when(ts: number | string | null | undefined): string {
+  const ms = toMillis(ts);
   return ms === null ? '' : new Date(ms).toLocaleString();
 }
 
@@ -56,11 +57,11 @@ function button(label: string, action: string, attrs: Record<string, string | nu
   );
 }
 
-function diffNode(diff: string): HTMLElement {
+function diffNode(diff: string, trans: TranslationBundle): HTMLElement {
   const pre = h('pre', { className: 'jp-PrimeHarness-diff' });
   const lines = parseDiff(diff);
   if (!lines.length) {
-    pre.append(h('span', { className: 'jp-PrimeHarness-diff-context' }, '(no difference)'));
+    pre.append(h('span', { className: 'jp-PrimeHarness-diff-context' }, trans.__('(no difference)')));
   }
   for (const l of lines) {
     pre.append(h('span', { className: `jp-PrimeHarness-diff-${l.type}` }, l.text + '\n'));
@@ -71,16 +72,19 @@ function diffNode(diff: string): HTMLElement {
 export class HarnessView extends Widget {
   constructor(private readonly options: IHarnessViewOptions) {
     super();
+    const { model, trans } = options;
+    this.model = model;
+    this._trans = trans;
     this.id = 'prime-kernel-harness';
-    this.title.label = 'Agent Harness';
+    this.title.label = trans.__('Agent Harness');
     this.title.closable = true;
     this.addClass('jp-PrimeHarness');
 
     this._search = h('input', {
       className: 'jp-mod-styled jp-PrimeHarness-search',
       type: 'search',
-      placeholder: 'Filter entries…',
-      'aria-label': 'Filter harness entries'
+      placeholder: trans.__('Filter entries…'),
+      'aria-label': trans.__('Filter harness entries')
     });
     this._search.addEventListener('input', () => this._renderList());
     this._policy = h('span', { className: 'jp-PrimeHarness-policy' });
@@ -95,69 +99,107 @@ export class HarnessView extends Widget {
         { className: 'jp-PrimeHarness-toolbar' },
         this._search,
         this._policy,
-        button('Refresh', 'refresh'),
-        button('Refine…', 'refine', {}, true)
+        button(trans.__('New entry…'), 'new', {}, true),
+        button(trans.__('Refresh'), 'refresh'),
+        button(trans.__('Refine…'), 'refine', {}, true)
       ),
       this._status,
       this._errors,
       h('div', { className: 'jp-PrimeHarness-body' }, this._list, this._detail),
-      h('h3', { className: 'jp-PrimeHarness-heading' }, 'Refinements'),
+      h('h3', { className: 'jp-PrimeHarness-heading' }, trans.__('Refinements')),
       this._refinements
     );
     this.node.addEventListener('click', ev => void this._onClick(ev));
-    this._detail.append(h('div', { className: 'jp-PrimeHarness-hint' }, 'Select an entry to see it and its history.'));
+    model.changed.connect(this._render, this);
+    this._render();
     void this.refresh();
   }
 
-  /** The listing shown (after the last refresh). */
-  get listing(): IHarnessListing | null {
-    return this._listing;
+  readonly model: HarnessModel;
+
+  /** Reload entries, refinements and the selected entry. */
+  async refresh(): Promise<void> {
+    await this._run(() => this.model.refresh(), this._trans.__('Could not load the harness: %1'));
   }
 
-  /** Reload entries and refinements (and the selected entry). */
-  async refresh(): Promise<void> {
-    try {
-      const [listing, refinements] = await Promise.all([
-        this.options.api.harness(),
-        this.options.api.refinements()
-      ]);
-      this._listing = listing;
-      this._refinementList = refinements;
-      this._policy.textContent = `review policy: ${listing.policy}`;
-      this._renderErrors();
-      this._renderList();
-      this._renderRefinements();
-      if (this._selected) {
-        const { kind, id } = this._selected;
-        if (listing.entries.some(e => e.kind === kind && e.id === id)) {
-          await this.select(kind, id);
-        } else {
-          this._selected = null;
-          this._detail.replaceChildren(h('div', { className: 'jp-PrimeHarness-hint' }, `${kind} ${id} no longer exists.`));
-        }
-      }
-    } catch (err) {
-      this._setStatus(`Could not load the harness: ${(err as Error).message}`, true);
+  /** Run a refinement (optionally from a session's trajectory) and show its proposal. */
+  async refine(options: { session_id?: string; instructions?: string } = {}): Promise<void> {
+    const trans = this._trans;
+    this._setStatus(trans.__('Refining the harness (one model call)…'));
+    await this._run(async () => {
+      const r = await this.model.refine(options);
+      this._setStatus(
+        r.error ? trans.__('Refinement %1: %2 (%3)', r.id, r.status, r.error) : trans.__('Refinement %1: %2', r.id, r.status),
+        r.status === 'invalid' || r.status === 'failed'
+      );
+      this.showRefinement(r.id);
+    }, trans.__('Refinement failed: %1'));
+  }
+
+  /** Scroll a refinement into view and mark it. */
+  showRefinement(rid: string): void {
+    for (const el of this._refinements.querySelectorAll('.jp-mod-highlighted')) {
+      el.classList.remove('jp-mod-highlighted');
+    }
+    const node = this._refinements.querySelector(`[data-refinement="${CSS.escape(rid)}"]`);
+    if (node) {
+      node.classList.add('jp-mod-highlighted');
+      node.scrollIntoView({ block: 'nearest' });
     }
   }
 
-  /** Show an entry, its history, and what it can do. */
-  async select(kind: string, id: string): Promise<void> {
-    this._selected = { kind, id };
-    this._renderList();
-    const { api } = this.options;
-    let entry: IHarnessEntry;
-    let versions: IHarnessVersion[];
+  /** Ask for a new entry (of `kind` by default) and create it. */
+  async create(kind: HarnessKind = 'note'): Promise<void> {
+    const entry = await createHarnessEntry(this.model, kind, this._trans);
+    if (entry) {
+      this._setStatus(this._trans.__('%1 %2 created (%3, v%4).', entry.kind, entry.id, entry.scope, entry.version ?? '?'));
+    }
+  }
+
+  dispose(): void {
+    if (!this.isDisposed) {
+      this.model.changed.disconnect(this._render, this);
+    }
+    super.dispose();
+  }
+
+  /** Run a model action; its error goes to the status line (`failure` with %1 for the message). */
+  private async _run(action: () => Promise<void>, failure: string): Promise<void> {
     try {
-      [entry, versions] = await Promise.all([api.harnessEntry(kind, id), api.harnessHistory(kind, id)]);
+      await action();
     } catch (err) {
-      this._detail.replaceChildren(
-        h('div', { className: 'jp-PrimeHarness-error' }, `Could not load ${kind} ${id}: ${(err as Error).message}`)
-      );
+      this._setStatus(failure.replace('%1', (err as Error).message || String(err)), true);
+    }
+  }
+
+  private _render(): void {
+    const listing = this.model.listing;
+    this._policy.textContent = listing ? this._trans.__('review policy: %1', listing.policy) : '';
+    this._renderErrors();
+    this._renderList();
+    this._renderDetail();
+    this._renderRefinements();
+  }
+
+  private _editorPath(entry: IHarnessEntry): string | null {
+    const listing = this.model.listing;
+    const file = listing ? entryFile(entry, listing.roots) : entry.file || null;
+    return file ? relativeToRoot(file, this.options.serverRoot) : null;
+  }
+
+  private _renderDetail(): void {
+    const trans = this._trans;
+    const sel = this.model.selected;
+    const entry = this.model.entry;
+    if (!sel) {
+      this._detail.replaceChildren(h('div', { className: 'jp-PrimeHarness-hint' }, trans.__('Select an entry to see it and its history.')));
       return;
     }
-    this._entry = entry;
-    this._versions = versions;
+    if (!entry || entry.kind !== sel.kind || entry.id !== sel.id) {
+      return; // loading: keep what is shown
+    }
+    const pane = this._detail.querySelector('.jp-PrimeHarness-diffPane');
+    const samePane = pane && this._detail.dataset.entry === `${entry.kind}/${entry.id}/${entry.version}`;
     const inRoot = this._editorPath(entry) !== null;
     const meta = Object.entries(entry.metadata || {}).map(([k, v]) =>
       h('li', {}, h('strong', {}, `${k}: `), typeof v === 'string' ? v : JSON.stringify(v))
@@ -172,44 +214,23 @@ export class HarnessView extends Widget {
         h('span', { className: 'jp-PrimeHarness-version' }, `v${entry.version ?? '?'}`)
       ),
       h('div', { className: 'jp-PrimeHarness-entryMeta' }, `${entry.kind} · ${entry.id} · ${entry.path}`),
-      h(
-        'div',
-        { className: 'jp-PrimeHarness-actions' },
-        button(inRoot ? 'Open in editor' : 'Edit', 'open', {}, true)
-      ),
+      h('div', { className: 'jp-PrimeHarness-actions' }, button(inRoot ? trans.__('Open in editor') : trans.__('Edit'), 'open', {}, true)),
       meta.length ? h('ul', { className: 'jp-PrimeHarness-metadata' }, ...meta) : null,
       h('pre', { className: 'jp-PrimeHarness-content' }, entry.content ?? ''),
-      files.length ? h('div', { className: 'jp-PrimeHarness-files' }, `Files: ${files.join(', ')}`) : null,
-      h('h4', {}, 'History'),
-      this._historyTable(versions),
-      h('div', { className: 'jp-PrimeHarness-diffPane' })
+      files.length ? h('div', { className: 'jp-PrimeHarness-files' }, trans.__('Files: %1', files.join(', '))) : null,
+      h('h4', {}, trans.__('History')),
+      this._historyTable(this.model.versions),
+      // A diff being read survives a re-render of the same version.
+      samePane ? pane : h('div', { className: 'jp-PrimeHarness-diffPane' })
     ];
+    this._detail.dataset.entry = `${entry.kind}/${entry.id}/${entry.version}`;
     this._detail.replaceChildren(...parts.filter((p): p is Node => p !== null));
   }
 
-  /** Run a refinement (optionally from a session's trajectory) and show its proposal. */
-  async refine(options: { session_id?: string; instructions?: string } = {}): Promise<IRefinement | null> {
-    this._setStatus('Refining the harness (one model call)…');
-    try {
-      const r = await this.options.api.refine(options);
-      this._setStatus(`Refinement ${r.id}: ${r.status}${r.error ? ` (${r.error})` : ''}`, r.status === 'invalid' || r.status === 'failed');
-      await this.refresh();
-      this._refinements.querySelector(`[data-refinement="${r.id}"]`)?.scrollIntoView({ block: 'nearest' });
-      return r;
-    } catch (err) {
-      this._setStatus(`Refinement failed: ${(err as Error).message}`, true);
-      return null;
-    }
-  }
-
-  private _editorPath(entry: IHarnessEntry): string | null {
-    const file = this._listing ? entryFile(entry, this._listing.roots) : entry.file || null;
-    return file ? relativeToRoot(file, this.options.serverRoot) : null;
-  }
-
-  private _historyTable(versions: IHarnessVersion[]): HTMLElement {
-    const rows = versions
-      .slice()
+  private _historyTable(versions: readonly IHarnessVersion[]): HTMLElement {
+    const trans = this._trans;
+    const all = [...versions];
+    const rows = all
       .sort((a, b) => b.version - a.version)
       .map(v =>
         h(
@@ -223,44 +244,52 @@ export class HarnessView extends Widget {
           h(
             'td',
             { className: 'jp-PrimeHarness-rowActions' },
-            diffPair(versions, v.version) ? button('Diff', 'diff', { 'data-version': v.version }) : button('Show', 'show-version', { 'data-version': v.version }),
-            canRollbackTo(versions, v) ? button('Roll back here', 'rollback', { 'data-version': v.version }) : null
+            diffPair(all, v.version)
+              ? button(trans.__('Diff'), 'diff', { 'data-version': v.version })
+              : button(trans.__('Show'), 'show-version', { 'data-version': v.version }),
+            canRollbackTo(all, v) ? button(trans.__('Roll back here'), 'rollback', { 'data-version': v.version }) : null
           )
         )
       );
+    const heads = [trans.__('version'), trans.__('op'), trans.__('by'), trans.__('why'), trans.__('when'), ''];
     return h(
       'table',
       { className: 'jp-PrimeHarness-history' },
-      h('thead', {}, h('tr', {}, ...['version', 'op', 'by', 'why', 'when', ''].map(t => h('th', {}, t)))),
+      h('thead', {}, h('tr', {}, ...heads.map(t => h('th', {}, t)))),
       h('tbody', {}, ...rows)
     );
   }
 
   private async _onClick(ev: MouseEvent): Promise<void> {
     const target = ev.target as HTMLElement;
+    const el = target.closest('[data-action]') as HTMLElement | null;
     const entryRow = target.closest('[data-entry-id]') as HTMLElement | null;
-    if (entryRow) {
-      await this.select(entryRow.dataset.entryKind!, entryRow.dataset.entryId!);
+    if (!el && entryRow) {
+      const { entryKind, entryId } = entryRow.dataset;
+      await this._run(() => this.model.select(entryKind!, entryId!), this._trans.__('Could not load the entry: %1'));
       return;
     }
-    const el = target.closest('[data-action]') as HTMLElement | null;
     if (!el) {
       return;
     }
+    const trans = this._trans;
     const action = el.dataset.action!;
     const version = Number(el.dataset.version);
     const rid = (el.closest('[data-refinement]') as HTMLElement | null)?.dataset.refinement;
     const edit = el.dataset.edit !== undefined ? Number(el.dataset.edit) : undefined;
-    try {
+    await this._run(async () => {
       switch (action) {
+        case 'new':
+          await this.create((el.dataset.kind as HarnessKind | undefined) ?? 'note');
+          break;
         case 'refresh':
-          await this.refresh();
+          await this.model.refresh();
           break;
         case 'refine': {
           const res = await InputDialog.getText({
-            title: 'Refine the harness',
-            label: 'Instructions for this refinement (optional); recent sessions are the evidence.',
-            placeholder: 'e.g. learn from the failed CSV tasks'
+            title: trans.__('Refine the harness'),
+            label: trans.__('Instructions for this refinement (optional); recent sessions are the evidence.'),
+            placeholder: trans.__('e.g. learn from the failed CSV tasks')
           });
           if (res.button.accept) {
             await this.refine(res.value && res.value.trim() ? { instructions: res.value.trim() } : {});
@@ -283,36 +312,36 @@ export class HarnessView extends Widget {
         case 'reject':
         case 'rollback-refinement':
           if (rid) {
-            await this._review(rid, action, edit);
+            await this._review(rid, action === 'rollback-refinement' ? 'rollback' : action, edit);
           }
           break;
       }
-    } catch (err) {
-      this._setStatus((err as Error).message || String(err), true);
-    }
+    }, '%1');
   }
 
   private async _open(): Promise<void> {
-    const entry = this._entry;
+    const trans = this._trans;
+    const entry = this.model.entry;
     if (!entry) {
       return;
     }
     const path = this._editorPath(entry);
-    let note = 'This entry is outside the server root: it is edited here, and each save is a new version.';
+    let note = trans.__('This entry is outside the server root: it is edited here, and each save is a new version.');
     if (path !== null) {
       try {
         await this.options.openFile(path);
         return;
       } catch (err) {
-        note =
-          `JupyterLab cannot open ${path} (${(err as Error).message}; hidden folders need ` +
-          '`c.ContentsManager.allow_hidden = True`): it is edited here, and each save is a new version.';
+        note = trans.__(
+          'JupyterLab cannot open %1 (%2; hidden folders need `c.ContentsManager.allow_hidden = True`): it is edited here, and each save is a new version.',
+          path,
+          (err as Error).message
+        );
       }
     }
-    const saved = await editHarnessEntry(this.options.api, entry, note);
+    const saved = await editHarnessEntry(this.model, entry, note, trans);
     if (saved) {
-      this._setStatus(`${saved.kind} ${saved.id}: saved as v${saved.version ?? '?'}.`);
-      await this.refresh();
+      this._setStatus(trans.__('%1 %2: saved as v%3.', saved.kind, saved.id, saved.version ?? '?'));
     }
   }
 
@@ -321,66 +350,57 @@ export class HarnessView extends Widget {
   }
 
   private async _showDiff(version: number): Promise<void> {
-    const sel = this._selected;
-    const pair = diffPair(this._versions, version);
+    const result = await this.model.diff(version);
     const pane = this._diffPane();
-    if (!sel || !pair || !pane) {
+    if (!result || !pane) {
       return;
     }
-    const diff = await this.options.api.harnessDiff(sel.kind, sel.id, pair[0], pair[1]);
+    const { pair, diff } = result;
     const stat = diffStat(diff);
-    pane.replaceChildren(
-      h('h4', {}, `v${pair[0]} → v${pair[1]} (+${stat.added} −${stat.removed})`),
-      diffNode(diff)
-    );
+    pane.replaceChildren(h('h4', {}, `v${pair[0]} → v${pair[1]} (+${stat.added} −${stat.removed})`), diffNode(diff, this._trans));
   }
 
   private async _showVersion(version: number): Promise<void> {
-    const sel = this._selected;
+    const v = await this.model.version(version);
     const pane = this._diffPane();
-    if (!sel || !pane) {
+    if (!v || !pane) {
       return;
     }
-    const v = await this.options.api.harnessVersion(sel.kind, sel.id, version);
     const files = Object.entries(v.after || {});
     pane.replaceChildren(
-      h('h4', {}, `v${version} (${v.op} by ${v.author})`),
+      h('h4', {}, this._trans.__('v%1 (%2 by %3)', version, v.op, v.author)),
       ...files.map(([name, text]) => h('div', {}, h('strong', {}, name), h('pre', { className: 'jp-PrimeHarness-content' }, text)))
     );
   }
 
   private async _rollback(version: number): Promise<void> {
-    const sel = this._selected;
+    const trans = this._trans;
+    const sel = this.model.selected;
     if (!sel) {
       return;
     }
     const ok = await showDialog({
-      title: 'Roll back?',
-      body: `Make ${sel.kind} ${sel.id} exactly what it was at version ${version}? This is recorded as a new version.`,
-      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Roll back' })]
+      title: trans.__('Roll back?'),
+      body: trans.__('Make %1 %2 exactly what it was at version %3? This is recorded as a new version.', sel.kind, sel.id, version),
+      buttons: [Dialog.cancelButton({ label: trans.__('Cancel') }), Dialog.warnButton({ label: trans.__('Roll back') })]
     });
     if (!ok.button.accept) {
       return;
     }
-    const v = await this.options.api.harnessRollback(sel.kind, sel.id, version);
-    this._setStatus(`${sel.kind} ${sel.id}: rolled back to v${version} (now v${v.version}).`);
-    await this.refresh();
+    const v = await this.model.rollback(version, trans.__('rolled back to version %1 from the Harness view', version));
+    if (v) {
+      this._setStatus(trans.__('%1 %2: rolled back to v%3 (now v%4).', sel.kind, sel.id, version, v.version));
+    }
   }
 
-  private async _review(rid: string, action: string, edit?: number): Promise<void> {
-    const api = this.options.api;
-    let r: IRefinement;
-    if (action === 'rollback-refinement') {
-      r = await api.reviewRefinement(rid, 'rollback');
-    } else {
-      r = await api.reviewRefinement(rid, action as 'approve' | 'reject', edit === undefined ? undefined : [edit]);
-    }
+  private async _review(rid: string, action: 'approve' | 'reject' | 'rollback', edit?: number): Promise<void> {
+    const r = await this.model.review(rid, action, edit);
     const failed = (r.edits || []).filter(e => e.status === 'failed' || e.status === 'refused');
     this._setStatus(
-      `Refinement ${rid}: ${r.status}` + (failed.length ? ` — ${failed.map(e => `${editLabel(e)}: ${e.note || e.status}`).join('; ')}` : ''),
+      `${this._trans.__('Refinement %1: %2', rid, r.status)}` +
+        (failed.length ? ` — ${failed.map(e => `${editLabel(e)}: ${e.note || e.status}`).join('; ')}` : ''),
       failed.length > 0
     );
-    await this.refresh();
   }
 
   private _setStatus(text: string, error = false): void {
@@ -390,7 +410,7 @@ export class HarnessView extends Widget {
   }
 
   private _renderErrors(): void {
-    const errors = this._listing?.errors || [];
+    const errors = this.model.listing?.errors || [];
     this._errors.replaceChildren(
       ...errors.map(e =>
         h(
@@ -403,21 +423,38 @@ export class HarnessView extends Widget {
   }
 
   private _renderList(): void {
-    const entries = this._listing?.entries || [];
+    const trans = this._trans;
+    const entries = this.model.listing?.entries || [];
+    const sel = this.model.selected;
     const groups = groupEntries(entries, this._search.value);
     this._list.replaceChildren(
       ...groups.map(g =>
         h(
           'div',
           { className: 'jp-PrimeHarness-group', 'data-kind': g.kind },
-          h('div', { className: 'jp-PrimeHarness-groupLabel' }, `${g.label} (${g.entries.length})`),
+          h(
+            'div',
+            { className: 'jp-PrimeHarness-groupLabel' },
+            h('span', {}, `${g.label} (${g.entries.length})`),
+            h(
+              'button',
+              {
+                type: 'button',
+                className: 'jp-PrimeHarness-add',
+                'data-action': 'new',
+                'data-kind': g.kind,
+                title: trans.__('New %1…', g.label),
+                'aria-label': trans.__('New %1…', g.label)
+              },
+              '+'
+            )
+          ),
           ...g.entries.map(e =>
             h(
               'div',
               {
                 className:
-                  'jp-PrimeHarness-entry' +
-                  (this._selected && this._selected.kind === e.kind && this._selected.id === e.id ? ' jp-mod-selected' : ''),
+                  'jp-PrimeHarness-entry' + (sel && sel.kind === e.kind && sel.id === e.id ? ' jp-mod-selected' : ''),
                 role: 'listitem',
                 tabindex: 0,
                 'data-entry-kind': e.kind,
@@ -436,19 +473,29 @@ export class HarnessView extends Widget {
   }
 
   private _renderRefinements(): void {
-    const list = sortRefinements(this._refinementList);
+    const trans = this._trans;
+    const list = sortRefinements([...this.model.refinements]);
     if (!list.length) {
       this._refinements.replaceChildren(
-        h('div', { className: 'jp-PrimeHarness-hint' }, 'No refinements yet. “Refine…” asks the model to improve the harness from recent sessions.')
+        h(
+          'div',
+          { className: 'jp-PrimeHarness-hint' },
+          trans.__('No refinements yet. “Refine…” asks the model to improve the harness from recent sessions.')
+        )
       );
       return;
     }
+    const highlighted = this._refinements.querySelector<HTMLElement>('.jp-mod-highlighted')?.dataset.refinement;
     this._refinements.replaceChildren(
       ...list.map(r => {
         const pending = pendingEdits(r);
         return h(
           'div',
-          { className: 'jp-PrimeHarness-refinement', 'data-refinement': r.id, 'data-status': r.status },
+          {
+            className: 'jp-PrimeHarness-refinement' + (r.id === highlighted ? ' jp-mod-highlighted' : ''),
+            'data-refinement': r.id,
+            'data-status': r.status
+          },
           h(
             'div',
             { className: 'jp-PrimeHarness-refinementHead' },
@@ -456,15 +503,15 @@ export class HarnessView extends Widget {
             h('strong', {}, r.summary || r.error || r.id),
             h('span', { className: 'jp-PrimeHarness-entryMeta' }, `${r.id} · ${r.trigger || r.author || ''} · ${when(r.created)}`)
           ),
-          r.rationale ? h('div', { className: 'jp-PrimeHarness-rationale' }, `Why: ${r.rationale}`) : null,
-          r.expected_outcome ? h('div', { className: 'jp-PrimeHarness-rationale' }, `Expected: ${r.expected_outcome}`) : null,
+          r.rationale ? h('div', { className: 'jp-PrimeHarness-rationale' }, trans.__('Why: %1', r.rationale)) : null,
+          r.expected_outcome ? h('div', { className: 'jp-PrimeHarness-rationale' }, trans.__('Expected: %1', r.expected_outcome)) : null,
           r.error && r.summary ? h('div', { className: 'jp-PrimeHarness-error' }, r.error) : null,
           h(
             'div',
             { className: 'jp-PrimeHarness-refActions' },
-            pending.length > 1 ? button(`Approve all ${pending.length}`, 'approve', {}, true) : null,
-            pending.length > 1 ? button('Reject all', 'reject') : null,
-            canRollbackRefinement(r) ? button('Roll back refinement', 'rollback-refinement') : null
+            pending.length > 1 ? button(trans.__('Approve all %1', pending.length), 'approve', {}, true) : null,
+            pending.length > 1 ? button(trans.__('Reject all'), 'reject') : null,
+            canRollbackRefinement(r) ? button(trans.__('Roll back refinement'), 'rollback-refinement') : null
           ),
           ...(r.edits || []).map(e =>
             h(
@@ -475,13 +522,20 @@ export class HarnessView extends Widget {
                 { className: 'jp-PrimeHarness-editHead' },
                 h('span', { className: `jp-PrimeHarness-refStatus jp-mod-${e.status}` }, e.status),
                 h('span', { className: 'jp-PrimeHarness-editLabel' }, editLabel(e)),
-                ...(e.flags || []).map(f => h('span', { className: 'jp-PrimeHarness-flag', title: 'needs a person even under auto' }, f)),
-                e.status === 'pending' ? button('Approve', 'approve', { 'data-edit': e.index }, true) : null,
-                e.status === 'pending' ? button('Reject', 'reject', { 'data-edit': e.index }) : null
+                ...(e.flags || []).map(f => h('span', { className: 'jp-PrimeHarness-flag', title: trans.__('needs a person even under auto') }, f)),
+                e.status === 'pending' ? button(trans.__('Approve'), 'approve', { 'data-edit': e.index }, true) : null,
+                e.status === 'pending' ? button(trans.__('Reject'), 'reject', { 'data-edit': e.index }) : null
               ),
               e.reason ? h('div', { className: 'jp-PrimeHarness-rationale' }, e.reason) : null,
               e.note ? h('div', { className: 'jp-PrimeHarness-entryMeta' }, e.note) : null,
-              e.content ? h('details', {}, h('summary', {}, e.title ? `${e.title} — content` : 'content'), h('pre', { className: 'jp-PrimeHarness-content' }, e.content)) : null
+              e.content
+                ? h(
+                    'details',
+                    {},
+                    h('summary', {}, e.title ? trans.__('%1 — content', e.title) : trans.__('content')),
+                    h('pre', { className: 'jp-PrimeHarness-content' }, e.content)
+                  )
+                : null
             )
           )
         );
@@ -489,6 +543,7 @@ export class HarnessView extends Widget {
     );
   }
 
+  private _trans: TranslationBundle;
   private _search: HTMLInputElement;
   private _policy: HTMLSpanElement;
   private _status: HTMLDivElement;
@@ -496,9 +551,4 @@ export class HarnessView extends Widget {
   private _list: HTMLDivElement;
   private _detail: HTMLDivElement;
   private _refinements: HTMLDivElement;
-  private _listing: IHarnessListing | null = null;
-  private _refinementList: IRefinement[] = [];
-  private _selected: { kind: string; id: string } | null = null;
-  private _entry: IHarnessEntry | null = null;
-  private _versions: IHarnessVersion[] = [];
 }

@@ -1,352 +1,176 @@
 /**
- * Pure logic of the Harness view: the JSON shapes of the Continual Harness REST API
- * (docs/architecture.md, "Continual Harness"), grouping of entries, where an entry's file is
- * under the server root, unified-diff parsing and what a refinement's review allows.
- * No DOM and no JupyterLab imports: unit tested in node (labextension/test/harness.spec.ts).
+ * The harness as the Harness view shows it (`IPrimeHarness`): the entries and broken files, the
+ * refinements, the selected entry with its history, and every change a person can make. The
+ * view renders what this holds; a change reloads what it touched.
  */
+import { IDisposable } from '@lumino/disposable';
+import { ISignal, Signal } from '@lumino/signaling';
 
-export type HarnessKind = 'note' | 'memory' | 'skill' | 'spec';
-export type HarnessScope = 'project' | 'global';
+import {
+  diffPair,
+  IEntryUpdate,
+  IHarnessEntry,
+  IHarnessListing,
+  IHarnessVersion,
+  INewEntryDraft,
+  IRefinement,
+  IVersionFiles,
+  newEntryBody
+} from './harnessData';
+import type { IPrimeAPI } from './tokens';
 
-export const KINDS: HarnessKind[] = ['note', 'memory', 'skill', 'spec'];
-
-/** Headings of the kinds, and their plural URL segment. */
-export const KIND_INFO: Record<HarnessKind, { label: string; url: string }> = {
-  note: { label: 'Prompt notes', url: 'notes' },
-  memory: { label: 'Memories', url: 'memory' },
-  skill: { label: 'Skills', url: 'skills' },
-  spec: { label: 'Sub-agent specs', url: 'specs' }
-};
-
-export interface IHarnessEntry {
-  kind: HarnessKind | string;
-  id: string;
-  title?: string;
-  summary?: string;
-  scope: HarnessScope | string;
-  version?: number;
-  metadata?: Record<string, unknown>;
-  /** Relative to the scope's root, e.g. "notes/x.md" or "skills/y/SKILL.md". */
-  path: string;
-  /** Absolute path (GET of one entry only). */
-  file?: string;
-  content?: string;
-  files?: Record<string, string>;
-}
-
-export interface IHarnessError {
-  kind?: string;
-  id?: string;
-  scope?: string;
-  error?: string;
-  message: string;
-  path?: string;
-  line?: number;
-}
-
-export interface IHarnessListing {
-  entries: IHarnessEntry[];
-  errors: IHarnessError[];
-  policy: string;
-  roots: Partial<Record<HarnessScope, string>>;
-}
-
-export interface IHarnessVersion {
+export interface IEntryRef {
   kind: string;
   id: string;
-  scope: string;
-  version: number;
-  op: 'create' | 'update' | 'delete' | 'rollback' | string;
-  author: string;
-  reason?: string;
-  evidence?: { session_id: string; turn?: number }[];
-  refinement_id?: string | null;
-  ts: number | string;
-  hash?: string;
 }
 
-export interface IHarnessEdit {
-  index: number;
-  op: 'create' | 'update' | 'delete' | string;
-  kind: string;
-  id: string;
-  title?: string;
-  content?: string;
-  metadata?: Record<string, unknown>;
-  files?: Record<string, string>;
-  reason?: string;
-  evidence?: { session_id: string; turn?: number }[];
-  status: 'pending' | 'applied' | 'rejected' | 'refused' | 'failed' | string;
-  flags?: string[];
-  note?: string;
-  base_version?: number | null;
-}
+export class HarnessModel implements IDisposable {
+  constructor(readonly api: IPrimeAPI) {}
 
-export interface IRefinement {
-  id: string;
-  created?: number | string;
-  updated?: number | string;
-  author?: string;
-  trigger?: string;
-  instructions?: string | null;
-  status: string;
-  summary?: string;
-  rationale?: string;
-  expected_outcome?: string;
-  evidence?: string[];
-  edits: IHarnessEdit[];
-  error?: string | null;
-  model?: string;
-  rolled_back?: { by: string; ts: number | string; entries: unknown } | null;
-}
-
-/** The URL segment of a kind ("note" -> "notes"); unknown kinds pass through. */
-export function kindUrl(kind: string): string {
-  return (KIND_INFO as Record<string, { url: string }>)[kind]?.url ?? kind;
-}
-
-export interface IEntryGroup {
-  kind: HarnessKind;
-  label: string;
-  entries: IHarnessEntry[];
-}
-
-/** Whether an entry matches a case-insensitive text filter (id, title, summary). */
-export function entryMatches(e: IHarnessEntry, text: string): boolean {
-  const t = text.trim().toLowerCase();
-  if (!t) {
-    return true;
+  /** Entries, broken files, the review policy and the scopes' roots (after the last refresh). */
+  get listing(): IHarnessListing | null {
+    return this._listing;
   }
-  return [e.id, e.title, e.summary].filter(Boolean).join('\n').toLowerCase().includes(t);
-}
 
-/**
- * Entries grouped by kind (in KINDS order, empty groups kept so each kind has a heading),
- * each group sorted by id, project before global for the same id.
- */
-export function groupEntries(entries: IHarnessEntry[], text = ''): IEntryGroup[] {
-  return KINDS.map(kind => ({
-    kind,
-    label: KIND_INFO[kind].label,
-    entries: entries
-      .filter(e => e.kind === kind && entryMatches(e, text))
-      .sort(
-        (a, b) =>
-          a.id.localeCompare(b.id) || (a.scope === 'project' ? 0 : 1) - (b.scope === 'project' ? 0 : 1)
-      )
-  }));
-}
-
-function trimSlash(p: string): string {
-  return p.replace(/\\/g, '/').replace(/\/+$/, '');
-}
-
-/**
- * The path of an absolute file relative to the server root (what the contents API and the
- * editor take), or null if it is outside the root (a global entry, usually).
- */
-export function relativeToRoot(file: string, serverRoot: string): string | null {
-  const f = trimSlash(file);
-  const root = trimSlash(serverRoot); // "" for "/"
-  if (!serverRoot.trim() || !f.startsWith('/') || (root && !root.startsWith('/'))) {
-    return null; // unknown root, or not absolute paths (e.g. "~/x"): cannot tell
+  /** Refinements, newest first as the server gives them. */
+  get refinements(): readonly IRefinement[] {
+    return this._refinements;
   }
-  if (!f.startsWith(root + '/')) {
-    return null;
+
+  get selected(): IEntryRef | null {
+    return this._selected;
   }
-  const rel = f.slice(root.length + 1);
-  return rel.split('/').includes('..') ? null : rel;
-}
 
-/** The absolute file of an entry: its `file`, else its scope's root joined with its `path`. */
-export function entryFile(e: IHarnessEntry, roots: IHarnessListing['roots']): string | null {
-  if (e.file) {
-    return e.file;
+  /** The selected entry (with its content and files) and its versions, once loaded. */
+  get entry(): IHarnessEntry | null {
+    return this._entry;
   }
-  const root = roots[e.scope as HarnessScope];
-  return root ? `${trimSlash(root)}/${e.path}` : null;
-}
 
-export type DiffLineType = 'file' | 'hunk' | 'add' | 'del' | 'context';
-
-export interface IDiffLine {
-  type: DiffLineType;
-  text: string;
-}
-
-/** Classify the lines of a unified diff for display. */
-export function parseDiff(diff: string): IDiffLine[] {
-  if (!diff) {
-    return [];
+  get versions(): readonly IHarnessVersion[] {
+    return this._versions;
   }
-  const lines = diff.replace(/\n$/, '').split('\n');
-  return lines.map(text => {
-    let type: DiffLineType = 'context';
-    if (text.startsWith('+++') || text.startsWith('---')) {
-      type = 'file';
-    } else if (text.startsWith('@@')) {
-      type = 'hunk';
-    } else if (text.startsWith('+')) {
-      type = 'add';
-    } else if (text.startsWith('-')) {
-      type = 'del';
+
+  /** Emitted when the listing, the refinements or the selected entry changed. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** Whether the daemon serves the harness (GET /api/prime/harness answers; asked once). */
+  available(): Promise<boolean> {
+    if (!this._available) {
+      this._available = this.api.harness().then(
+        () => true,
+        () => false
+      );
     }
-    return { type, text };
-  });
-}
+    return this._available;
+  }
 
-/** Added and removed line counts of a unified diff. */
-export function diffStat(diff: string): { added: number; removed: number } {
-  let added = 0;
-  let removed = 0;
-  for (const l of parseDiff(diff)) {
-    if (l.type === 'add') {
-      added++;
-    } else if (l.type === 'del') {
-      removed++;
+  /** Reload entries and refinements, and the selected entry (deselected if it is gone). */
+  async refresh(): Promise<void> {
+    const [listing, refinements] = await Promise.all([this.api.harness(), this.api.refinements()]);
+    this._listing = listing;
+    this._refinements = refinements;
+    const sel = this._selected;
+    if (sel && !listing.entries.some(e => e.kind === sel.kind && e.id === sel.id)) {
+      this._selected = null;
+      this._entry = null;
+      this._versions = [];
+    }
+    this._changed.emit();
+    if (this._selected) {
+      await this.select(this._selected.kind, this._selected.id);
     }
   }
-  return { added, removed };
-}
 
-/**
- * The versions a version's "Diff" compares: the one before it and itself, or null for the
- * first version (there is nothing before a create).
- */
-export function diffPair(versions: IHarnessVersion[], version: number): [number, number] | null {
-  const sorted = versions.map(v => v.version).sort((a, b) => a - b);
-  const idx = sorted.indexOf(version);
-  if (idx <= 0) {
-    return null;
-  }
-  return [sorted[idx - 1], version];
-}
-
-/** Whether rolling back to this version would change anything (not the latest, not a delete). */
-export function canRollbackTo(versions: IHarnessVersion[], v: IHarnessVersion): boolean {
-  const latest = versions.reduce((m, x) => Math.max(m, x.version), 0);
-  return v.version !== latest && v.op !== 'delete';
-}
-
-/** Indices of the edits of a refinement that still wait for a person. */
-export function pendingEdits(r: IRefinement): number[] {
-  return (r.edits || []).filter(e => e.status === 'pending').map(e => e.index);
-}
-
-/** Whether a whole refinement can be rolled back (some of its edits were applied). */
-export function canRollbackRefinement(r: IRefinement): boolean {
-  return !r.rolled_back && (r.edits || []).some(e => e.status === 'applied');
-}
-
-/** "create note style-guide", the one-line name of an edit. */
-export function editLabel(e: IHarnessEdit): string {
-  return `${e.op} ${e.kind} ${e.id}`;
-}
-
-/** Refinements with pending edits first, then newest first. */
-export function sortRefinements(list: IRefinement[]): IRefinement[] {
-  const ts = (r: IRefinement) => {
-    const t = r.created;
-    if (typeof t === 'number') {
-      return t;
-    }
-    const n = Date.parse(String(t ?? ''));
-    return isNaN(n) ? 0 : n / 1000;
-  };
-  return list
-    .slice()
-    .sort(
-      (a, b) =>
-        Number(pendingEdits(b).length > 0) - Number(pendingEdits(a).length > 0) || ts(b) - ts(a)
-    );
-}
-
-// ---------------------------------------------------------------------------
-// Editing an entry through the REST API (when the editor cannot reach its file)
-// ---------------------------------------------------------------------------
-
-/** What the entry editor shows and the person changes; metadata as JSON text. */
-export interface IEntryDraft {
-  title: string;
-  content: string;
-  metadata: string;
-}
-
-/** Body of PUT /api/prime/harness/{kind}/{id}. */
-export interface IEntryUpdate {
-  title?: string;
-  content?: string;
-  metadata?: Record<string, unknown>;
-  base_version?: number;
-  scope: string;
-  reason: string;
-}
-
-/** The editor's starting point: the entry as loaded. */
-export function entryDraft(e: IHarnessEntry): IEntryDraft {
-  return {
-    title: e.title ?? '',
-    content: e.content ?? '',
-    metadata: JSON.stringify(e.metadata ?? {}, null, 2)
-  };
-}
-
-/** Metadata typed as JSON text: an object, or an Error saying what is wrong. */
-export function parseMetadata(text: string): Record<string, unknown> {
-  if (!text.trim()) {
-    return {};
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw new Error(`Metadata is not valid JSON: ${(err as Error).message}`);
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new Error('Metadata must be a JSON object, e.g. {"tags": ["csv"]}');
-  }
-  return value as Record<string, unknown>;
-}
-
-/**
- * The update to send for a draft of `base`: only the changed fields, with the loaded version
- * as `base_version` (the server answers 409 if someone changed the entry since) and the
- * entry's scope (so a global entry is edited where it lives). Null when nothing changed;
- * throws when the metadata is not a JSON object.
- */
-export function entryUpdate(base: IHarnessEntry, draft: IEntryDraft): IEntryUpdate | null {
-  const start = entryDraft(base);
-  const body: IEntryUpdate = { scope: base.scope, reason: 'edited in the Harness view' };
-  let changed = false;
-  if (draft.title !== start.title) {
-    body.title = draft.title;
-    changed = true;
-  }
-  if (draft.content !== start.content) {
-    body.content = draft.content;
-    changed = true;
-  }
-  if (draft.metadata !== start.metadata) {
-    const metadata = parseMetadata(draft.metadata);
-    if (JSON.stringify(metadata) !== JSON.stringify(base.metadata ?? {})) {
-      body.metadata = metadata;
-      changed = true;
+  /** Load an entry and its history (throws if it cannot be loaded; the selection stays). */
+  async select(kind: string, id: string): Promise<void> {
+    this._selected = { kind, id };
+    this._changed.emit();
+    const [entry, versions] = await Promise.all([this.api.harnessEntry(kind, id), this.api.harnessHistory(kind, id)]);
+    if (this._selected?.kind === kind && this._selected.id === id) {
+      this._entry = entry;
+      this._versions = versions;
+      this._changed.emit();
     }
   }
-  if (!changed) {
-    return null;
-  }
-  if (typeof base.version === 'number') {
-    body.base_version = base.version;
-  }
-  return body;
-}
 
-/** What the editor says when a save was refused because the entry changed meanwhile (409). */
-export function conflictMessage(base: IHarnessEntry, serverMessage: string): string {
-  return (
-    `Conflict: ${base.kind} ${base.id} was changed by someone else since you opened ` +
-    `version ${base.version ?? '?'} (${serverMessage}). Nothing was saved and your edits are ` +
-    'still here. “Reload latest” loads the current version and keeps your edits beside it to copy from.'
-  );
+  /** Create an entry from the New entry dialog's draft and select it. */
+  async create(draft: INewEntryDraft): Promise<IHarnessEntry> {
+    const entry = await this.api.harnessCreate(newEntryBody(draft));
+    this._selected = { kind: entry.kind, id: entry.id };
+    await this.refresh();
+    return entry;
+  }
+
+  /** The latest version of an entry (for the editor's reload). */
+  latest(kind: string, id: string): Promise<IHarnessEntry> {
+    return this.api.harnessEntry(kind, id);
+  }
+
+  /** Save an edit (409 if someone changed the entry since `base_version`). */
+  async update(kind: string, id: string, body: IEntryUpdate): Promise<IHarnessEntry> {
+    const entry = await this.api.harnessUpdate(kind, id, body);
+    await this.refresh();
+    return entry;
+  }
+
+  /** The diff a version's "Diff" shows (against the version before it); null for the first. */
+  async diff(version: number): Promise<{ pair: [number, number]; diff: string } | null> {
+    const sel = this._selected;
+    const pair = diffPair([...this._versions], version);
+    if (!sel || !pair) {
+      return null;
+    }
+    return { pair, diff: await this.api.harnessDiff(sel.kind, sel.id, pair[0], pair[1]) };
+  }
+
+  async version(version: number): Promise<IVersionFiles | null> {
+    const sel = this._selected;
+    return sel ? this.api.harnessVersion(sel.kind, sel.id, version) : null;
+  }
+
+  async rollback(version: number, reason: string): Promise<IHarnessVersion | null> {
+    const sel = this._selected;
+    if (!sel) {
+      return null;
+    }
+    const v = await this.api.harnessRollback(sel.kind, sel.id, version, reason);
+    await this.refresh();
+    return v;
+  }
+
+  /** Run a refinement (one model call), optionally from a session's trajectory. */
+  async refine(options: { session_id?: string; instructions?: string } = {}): Promise<IRefinement> {
+    const r = await this.api.refine(options);
+    await this.refresh();
+    return r;
+  }
+
+  /** Approve or reject one edit of a refinement (or all pending ones), or roll it back. */
+  async review(rid: string, action: 'approve' | 'reject' | 'rollback', edit?: number): Promise<IRefinement> {
+    const r = await this.api.reviewRefinement(rid, action, edit === undefined ? undefined : [edit]);
+    await this.refresh();
+    return r;
+  }
+
+  dispose(): void {
+    if (!this._disposed) {
+      this._disposed = true;
+      Signal.clearData(this);
+    }
+  }
+
+  private _listing: IHarnessListing | null = null;
+  private _refinements: IRefinement[] = [];
+  private _selected: IEntryRef | null = null;
+  private _entry: IHarnessEntry | null = null;
+  private _versions: IHarnessVersion[] = [];
+  private _available: Promise<boolean> | null = null;
+  private _disposed = false;
+  private _changed = new Signal<this, void>(this);
 }

@@ -1,56 +1,56 @@
+/**
+ * The Agents side panel: a virtualised, filterable tree of agent sessions with live state and
+ * usage, columns other extensions can add, and the New agent form. It renders what
+ * `IPrimeSessions` holds, at once on each change (or when next shown, if hidden).
+ */
 import { Toolbar, ToolbarButton } from '@jupyterlab/apputils';
+import type { TranslationBundle } from '@jupyterlab/translation';
 import { addIcon, caretDownIcon, caretRightIcon, refreshIcon } from '@jupyterlab/ui-components';
+import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 import { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { IAgentActions } from './actions';
 import { h, stateBadge } from './dom';
 import { NewAgentForm } from './form';
+import { elapsedSeconds, formatCost, formatElapsed, formatTokens, sessionLabel } from './format';
 import { agentsIcon } from './icons';
-import {
-  ALL_STATES,
-  buildTree,
-  countByState,
-  elapsedSeconds,
-  filterTree,
-  flattenTree,
-  formatCost,
-  formatElapsed,
-  formatTokens,
-  IRow,
-  isTerminal,
-  sessionLabel,
-  visibleRange
-} from './model';
-import { AgentsStore } from './store';
+import { Session, SESSION_STATES } from './protocol';
+import { isTerminal } from './states';
+import type { IAgentsColumn, IPrimeAgentsPanel, IPrimeSessions, IPrimeSettings } from './tokens';
+import { buildTree, countByState, filterTree, flattenTree, IRow, visibleRange } from './tree';
 
 /** Height of one row of the tree, in px (fixed, for virtualisation). */
 export const ROW_HEIGHT = 46;
 
-/**
- * The Agents side panel: a virtualised, filterable tree of agent sessions
- * with live state, usage and a "New agent" form.
- */
-export class AgentsPanel extends Panel {
-  constructor(
-    readonly store: AgentsStore,
-    private readonly actions: IAgentActions
-  ) {
+export interface IAgentsPanelOptions {
+  sessions: IPrimeSessions;
+  settings: IPrimeSettings;
+  trans: TranslationBundle;
+  openSession: (id: string) => void;
+}
+
+export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
+  constructor(options: IAgentsPanelOptions) {
     super();
+    const { sessions, trans } = options;
+    this.sessions = sessions;
+    this._trans = trans;
+    this._openSession = options.openSession;
     this.id = 'prime-kernel:agents';
     this.title.icon = agentsIcon;
-    this.title.caption = 'Agents';
+    this.title.caption = trans.__('Agents');
     this.addClass('jp-PrimeAgents');
+    this._columns = this._builtinColumns();
 
     // Header: title + toolbar.
     const header = new Panel();
     header.addClass('jp-PrimeAgents-header');
-    header.addWidget(new Widget({ node: h('span', { className: 'jp-PrimeAgents-title' }, 'Agents') }));
+    header.addWidget(new Widget({ node: h('span', { className: 'jp-PrimeAgents-title' }, trans.__('Agents')) }));
     const toolbar = (this._toolbar = new Toolbar());
     this._newButton = new ToolbarButton({
       icon: addIcon,
-      label: 'New agent',
-      tooltip: 'Start a new agent',
+      label: trans.__('New agent'),
+      tooltip: trans.__('Start a new agent'),
       className: 'jp-PrimeAgents-newButton',
       onClick: () => this.showForm(!this._form.isVisible)
     });
@@ -59,22 +59,24 @@ export class AgentsPanel extends Panel {
       'refresh',
       new ToolbarButton({
         icon: refreshIcon,
-        tooltip: 'Refresh the session list',
-        onClick: () => void this.store.refresh()
+        tooltip: trans.__('Refresh the session list'),
+        onClick: () => void this.sessions.refresh()
       })
     );
     header.addWidget(toolbar);
     this.addWidget(header);
 
     // New agent form (hidden until asked for).
-    this._form = new NewAgentForm(
-      store,
-      s => {
+    this._form = new NewAgentForm({
+      sessions,
+      settings: options.settings,
+      trans,
+      onStarted: s => {
         this.showForm(false);
-        this.actions.openSession(s.id);
+        this._openSession(s.id);
       },
-      () => this.showForm(false)
-    );
+      onClose: () => this.showForm(false)
+    });
     this._form.hide();
     this.addWidget(this._form);
 
@@ -83,11 +85,11 @@ export class AgentsPanel extends Panel {
     this._search = h('input', {
       className: 'jp-mod-styled jp-PrimeAgents-search',
       type: 'search',
-      placeholder: 'Filter by name, prompt, id…',
-      'aria-label': 'Filter sessions'
+      placeholder: trans.__('Filter by name, prompt, id…'),
+      'aria-label': trans.__('Filter sessions')
     });
     this._search.addEventListener('input', () => this._update());
-    this._chips = h('div', { className: 'jp-PrimeAgents-chips', role: 'group', 'aria-label': 'Filter by state' });
+    this._chips = h('div', { className: 'jp-PrimeAgents-chips', role: 'group', 'aria-label': trans.__('Filter by state') });
     this._chips.addEventListener('click', ev => {
       const chip = (ev.target as HTMLElement).closest('[data-state-filter]') as HTMLElement | null;
       if (!chip) {
@@ -121,8 +123,14 @@ export class AgentsPanel extends Panel {
     this._footer = footer.node;
     this.addWidget(footer);
 
-    this.store.changed.connect(this._update, this);
+    this.sessions.changed.connect(this._onChanged, this);
     this._update();
+  }
+
+  readonly sessions: IPrimeSessions;
+
+  get widget(): Widget {
+    return this;
   }
 
   /** The rows currently shown (after filtering and collapsing). */
@@ -130,12 +138,19 @@ export class AgentsPanel extends Panel {
     return this._rows;
   }
 
-  /** Add an item to the panel's toolbar (e.g. the Harness button once it is available). */
   addToolbarItem(name: string, item: Widget): void {
     this._toolbar.addItem(name, item);
   }
 
-  /** Show or hide the New agent form. */
+  addColumn(column: IAgentsColumn): IDisposable {
+    this._columns = [...this._columns.filter(c => c.id !== column.id), column].sort((a, b) => a.rank - b.rank);
+    this._renderWindow();
+    return new DisposableDelegate(() => {
+      this._columns = this._columns.filter(c => c !== column);
+      this._renderWindow();
+    });
+  }
+
   showForm(show = true): void {
     if (show) {
       this._form.show();
@@ -153,14 +168,14 @@ export class AgentsPanel extends Panel {
     if (this._ticker !== null) {
       clearInterval(this._ticker);
     }
-    this.store.changed.disconnect(this._update, this);
+    this.sessions.changed.disconnect(this._onChanged, this);
     super.dispose();
   }
 
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
-    if (!this.store.loaded) {
-      void this.store.refresh();
+    if (!this.sessions.loaded) {
+      void this.sessions.refresh();
     }
     // Tick elapsed times of live sessions.
     this._ticker = setInterval(() => {
@@ -180,7 +195,11 @@ export class AgentsPanel extends Panel {
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
-    this._renderWindow();
+    if (this._stale) {
+      this._update();
+    } else {
+      this._renderWindow();
+    }
   }
 
   protected onResize(msg: Widget.ResizeMessage): void {
@@ -188,63 +207,66 @@ export class AgentsPanel extends Panel {
     this._scheduleRender();
   }
 
+  private _onChanged(): void {
+    // A hidden panel (another side-bar tab is shown) catches up when shown again.
+    if (this.isVisible || !this.isAttached) {
+      this._update();
+    } else {
+      this._stale = true;
+    }
+  }
+
   private _update(): void {
-    const sessions = this.store.sessions;
+    this._stale = false;
+    const sessions = this.sessions.sessions;
+    const text = this._search.value;
     const forest = buildTree(sessions);
-    const filtered = filterTree(forest, { states: this._states, text: this._search.value });
+    const filtered = this._states.size || text.trim() ? filterTree(forest, { states: this._states, text }) : forest;
     this._rows = flattenTree(filtered, this._collapsed);
     this._renderChips(countByState(sessions));
-    this._renderFooter();
+    this._renderFooter(forest);
     this._renderWindow();
   }
 
   private _renderChips(counts: Record<string, number>): void {
-    this._chips.replaceChildren();
-    const all = h(
-      'button',
-      {
-        className: 'jp-PrimeAgents-chip' + (this._states.size === 0 ? ' jp-mod-active' : ''),
-        'data-state-filter': '*',
-        'aria-pressed': this._states.size === 0 ? 'true' : 'false',
-        type: 'button'
-      },
-      `All ${this.store.sessions.length}`
-    );
-    this._chips.append(all);
-    for (const st of ALL_STATES) {
-      const active = this._states.has(st);
-      if (!counts[st] && !active) {
-        continue;
-      }
-      this._chips.append(
-        h(
-          'button',
-          {
-            className: `jp-PrimeAgents-chip jp-PrimeAgents-state-${st}` + (active ? ' jp-mod-active' : ''),
-            'data-state-filter': st,
-            'aria-pressed': active ? 'true' : 'false',
-            title: `Show only ${st} sessions (click again to clear)`,
-            type: 'button'
-          },
-          `${st} ${counts[st] || 0}`
-        )
+    const trans = this._trans;
+    const chip = (state: string, label: string, active: boolean, title?: string) =>
+      h(
+        'button',
+        {
+          className: 'jp-PrimeAgents-chip' + (state === '*' ? '' : ` jp-PrimeAgents-state-${state}`) + (active ? ' jp-mod-active' : ''),
+          'data-state-filter': state,
+          'aria-pressed': active ? 'true' : 'false',
+          title,
+          type: 'button'
+        },
+        label
       );
+    const chips = [chip('*', trans.__('All %1', this.sessions.sessions.length), this._states.size === 0)];
+    for (const st of SESSION_STATES) {
+      const active = this._states.has(st);
+      if (counts[st] || active) {
+        chips.push(chip(st, `${st} ${counts[st] || 0}`, active, trans.__('Show only %1 sessions (click again to clear)', st)));
+      }
     }
+    this._chips.replaceChildren(...chips);
   }
 
-  private _renderFooter(): void {
-    const roots = this.store.sessions.filter(
-      s => !s.parent_id || !this.store.sessions.some(p => p.id === s.parent_id)
-    );
+  private _renderFooter(forest: { session: Session }[]): void {
+    const all = this.sessions.sessions;
     let tokens = 0;
     let cost = 0;
-    for (const r of roots) {
-      tokens += r.usage?.subtree?.total_tokens ?? 0;
-      cost += r.usage?.subtree?.cost ?? 0;
+    for (const { session } of forest) {
+      tokens += session.usage.subtree.total_tokens;
+      cost += session.usage.subtree.cost;
     }
-    const active = this.store.sessions.filter(s => !isTerminal(s.state)).length;
-    this._footer.textContent = this.store.sessions.length
-      ? `${this.store.sessions.length} session${this.store.sessions.length === 1 ? '' : 's'} · ${active} active · ${formatTokens(tokens)} tok · ${formatCost(cost)}`
+    let active = 0;
+    for (const s of all) {
+      active += isTerminal(s.state) ? 0 : 1;
+    }
+    const trans = this._trans;
+    this._footer.textContent = all.length
+      ? `${trans._n('%1 session', '%1 sessions', all.length)} · ${trans.__('%1 active', active)} · ${trans.__('%1 tok', formatTokens(tokens))} · ${formatCost(cost)}`
       : '';
   }
 
@@ -259,16 +281,18 @@ export class AgentsPanel extends Panel {
   }
 
   private _emptyMessage(): string {
-    if (this.store.error && !this.store.sessions.length) {
-      return `The agents service is unreachable (${this.store.error}). Is the prime_kernel server extension enabled?`;
+    const trans = this._trans;
+    const { error, loaded, sessions } = this.sessions;
+    if (error && !sessions.length) {
+      return trans.__('The agents service is unreachable (%1). Is the prime_kernel server extension enabled?', error);
     }
-    if (!this.store.loaded) {
-      return 'Loading agent sessions…';
+    if (!loaded) {
+      return trans.__('Loading agent sessions…');
     }
-    if (!this.store.sessions.length) {
-      return 'No agent sessions yet. Click “New agent” to start one.';
+    if (!sessions.length) {
+      return trans.__('No agent sessions yet. Click “New agent” to start one.');
     }
-    return 'No sessions match the filter.';
+    return trans.__('No sessions match the filter.');
   }
 
   private _renderWindow(): void {
@@ -277,18 +301,13 @@ export class AgentsPanel extends Panel {
     if (!rows.length) {
       this._empty.textContent = this._emptyMessage();
       this._empty.style.display = '';
-      this._list.classList.toggle('jp-mod-error', !!this.store.error);
+      this._list.classList.toggle('jp-mod-error', !!this.sessions.error);
       this._spacer.replaceChildren();
       return;
     }
     this._empty.style.display = 'none';
     this._list.classList.remove('jp-mod-error');
-    const { start, end } = visibleRange(
-      rows.length,
-      this._list.scrollTop,
-      this._list.clientHeight || 600,
-      ROW_HEIGHT
-    );
+    const { start, end } = visibleRange(rows.length, this._list.scrollTop, this._list.clientHeight || 600, ROW_HEIGHT);
     const now = Date.now();
     const nodes: HTMLElement[] = [];
     for (let i = start; i < end; i++) {
@@ -297,26 +316,53 @@ export class AgentsPanel extends Panel {
     this._spacer.replaceChildren(...nodes);
   }
 
+  /** The model (or notebook), tokens and cost columns: own, and the subtree's when it differs. */
+  private _builtinColumns(): IAgentsColumn[] {
+    const trans = this._trans;
+    return [
+      {
+        id: 'model',
+        rank: 10,
+        render: s => (s.kind === 'notebook' ? s.notebook_path || trans.__('notebook') : s.model || '')
+      },
+      {
+        id: 'tokens',
+        rank: 20,
+        title: trans.__('tokens: own / subtree'),
+        render: ({ usage: { own, subtree } }) =>
+          trans.__(
+            '%1 tok',
+            formatTokens(own.total_tokens) + (subtree.total_tokens !== own.total_tokens ? ` / Σ${formatTokens(subtree.total_tokens)}` : '')
+          )
+      },
+      {
+        id: 'cost',
+        rank: 30,
+        title: trans.__('cost: own / subtree'),
+        render: ({ usage: { own, subtree } }) => formatCost(own.cost) + (subtree.cost !== own.cost ? ` / Σ${formatCost(subtree.cost)}` : '')
+      }
+    ];
+  }
+
   private _renderRow(row: IRow, index: number, now: number): HTMLElement {
     const s = row.session;
-    const own = s.usage?.own || {};
-    const sub = s.usage?.subtree || {};
+    const trans = this._trans;
+    const { own, subtree } = s.usage;
     const caret = row.hasChildren
       ? h('span', {
           className: 'jp-PrimeAgents-caret',
           'data-toggle': s.id,
-          title: row.collapsed ? `Expand (${row.descendants} sub-agents)` : 'Collapse'
+          title: row.collapsed ? trans._n('Expand (%1 sub-agent)', 'Expand (%1 sub-agents)', row.descendants) : trans.__('Collapse')
         })
       : h('span', { className: 'jp-PrimeAgents-caret jp-mod-leaf' });
     if (row.hasChildren) {
       (row.collapsed ? caretRightIcon : caretDownIcon).element({ container: caret, tag: 'span' });
     }
-    const tokensText =
-      formatTokens(own.total_tokens ?? 0) +
-      ((sub.total_tokens ?? 0) !== (own.total_tokens ?? 0) ? ` / Σ${formatTokens(sub.total_tokens)}` : '');
-    const costText =
-      formatCost(own.cost ?? 0) + ((sub.cost ?? 0) !== (own.cost ?? 0) ? ` / Σ${formatCost(sub.cost)}` : '');
     const label = sessionLabel(s);
+    const meta = this._columns.map(c => {
+      const value = c.render(s);
+      return h('span', { className: `jp-PrimeAgents-col jp-PrimeAgents-col-${c.id} jp-PrimeAgents-${c.id}`, title: c.title }, value ?? '');
+    });
     const el = h(
       'div',
       {
@@ -331,7 +377,10 @@ export class AgentsPanel extends Panel {
         'data-session-id': s.id,
         'data-state': s.state,
         'data-index': index,
-        title: `${label}\n${s.id} · ${s.state}${s.error ? `\n${s.error}` : ''}\nown: ${formatTokens(own.total_tokens)} tok, ${formatCost(own.cost)}\nsubtree: ${formatTokens(sub.total_tokens)} tok, ${formatCost(sub.cost)}`
+        title:
+          `${label}\n${s.id} · ${s.state}${s.error ? `\n${s.error}` : ''}\n` +
+          `${trans.__('own: %1 tok, %2', formatTokens(own.total_tokens), formatCost(own.cost))}\n` +
+          trans.__('subtree: %1 tok, %2', formatTokens(subtree.total_tokens), formatCost(subtree.cost))
       },
       h(
         'div',
@@ -342,13 +391,7 @@ export class AgentsPanel extends Panel {
         row.collapsed ? h('span', { className: 'jp-PrimeAgents-more' }, `+${row.descendants}`) : null,
         h('span', { className: 'jp-PrimeAgents-elapsed' }, formatElapsed(elapsedSeconds(s, now)))
       ),
-      h(
-        'div',
-        { className: 'jp-PrimeAgents-rowMeta' },
-        h('span', { className: 'jp-PrimeAgents-model' }, s.kind === 'notebook' ? (s.notebook_path || 'notebook') : (s.model || '')),
-        h('span', { className: 'jp-PrimeAgents-tokens', title: 'tokens: own / subtree' }, `${tokensText} tok`),
-        h('span', { className: 'jp-PrimeAgents-cost', title: 'cost: own / subtree' }, costText)
-      )
+      h('div', { className: 'jp-PrimeAgents-rowMeta' }, ...meta)
     );
     el.style.top = `${index * ROW_HEIGHT}px`;
     el.style.height = `${ROW_HEIGHT}px`;
@@ -367,7 +410,7 @@ export class AgentsPanel extends Panel {
     if (row && row.dataset.sessionId) {
       this._selected = row.dataset.sessionId;
       this._renderWindow();
-      this.actions.openSession(row.dataset.sessionId);
+      this._openSession(row.dataset.sessionId);
     }
   }
 
@@ -398,7 +441,7 @@ export class AgentsPanel extends Panel {
         return;
       case 'Enter':
         if (row) {
-          this.actions.openSession(row.session.id);
+          this._openSession(row.session.id);
         }
         ev.preventDefault();
         return;
@@ -425,6 +468,9 @@ export class AgentsPanel extends Panel {
     this._update();
   }
 
+  private _trans: TranslationBundle;
+  private _openSession: (id: string) => void;
+  private _columns: IAgentsColumn[];
   private _form: NewAgentForm;
   private _toolbar: Toolbar;
   private _newButton: ToolbarButton;
@@ -438,6 +484,7 @@ export class AgentsPanel extends Panel {
   private _states = new Set<string>();
   private _collapsed = new Set<string>();
   private _selected: string | null = null;
+  private _stale = false;
   private _raf: number | null = null;
   private _ticker: ReturnType<typeof setInterval> | null = null;
 }

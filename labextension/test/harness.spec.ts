@@ -17,8 +17,11 @@ import {
   parseMetadata,
   pendingEdits,
   relativeToRoot,
-  sortRefinements
-} from '../src/harnessModel';
+  sortRefinements,
+  entryIdFor,
+  KINDS,
+  newEntryBody
+} from '../src/harnessData';
 
 function E(kind: string, id: string, extra: Partial<IHarnessEntry> = {}): IHarnessEntry {
   return { kind, id, scope: 'project', path: `${kindUrl(kind)}/${id}.md`, ...extra };
@@ -171,5 +174,30 @@ describe('editing an entry through the REST API', () => {
     expect(msg).toContain('at version 5, not 4');
     expect(msg).toContain('Nothing was saved');
     expect(msg).toContain('Reload latest');
+  });
+});
+
+describe('creating an entry', () => {
+  const draft = { kind: 'memory' as const, scope: 'project' as const, title: 'CSV tips!', id: '', content: 'Use dtype=str.', metadata: '' };
+  it('takes its id from the title when none is given', () => {
+    expect(entryIdFor('Check CSV files!')).toBe('check-csv-files');
+    expect(newEntryBody(draft)).toEqual({
+      kind: 'memory',
+      id: 'csv-tips',
+      title: 'CSV tips!',
+      content: 'Use dtype=str.',
+      scope: 'project',
+      reason: 'created in the Harness view'
+    });
+  });
+  it('refuses an id the daemon would refuse, and metadata that is not an object', () => {
+    expect(() => newEntryBody({ ...draft, id: 'Bad Id' })).toThrow(/id must be/);
+    expect(() => newEntryBody({ ...draft, title: '', id: '' })).toThrow(/id must be/);
+    expect(() => newEntryBody({ ...draft, metadata: '[1]' })).toThrow(/JSON object/);
+    expect(newEntryBody({ ...draft, id: 'x.y_z-1', metadata: '{"tags": ["csv"]}' }).metadata).toEqual({ tags: ['csv'] });
+  });
+  it('lists every kind of the protocol, with its plural heading', () => {
+    expect(KINDS).toEqual(['note', 'memory', 'skill', 'spec']);
+    expect(groupEntries([]).map(g => g.label)).toEqual(['Prompt notes', 'Memories', 'Skills', 'Sub-agent specs']);
   });
 });

@@ -1,0 +1,154 @@
+/**
+ * One session as its view shows it: its record (from `IPrimeSessions`) and its trajectory,
+ * fetched after the last event seen whenever a push event of the session arrives (coalesced),
+ * with a slow poll while it runs. The view only renders what this model holds.
+ */
+import { IDisposable } from '@lumino/disposable';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { Coalescer } from './coalescer';
+import type { Session, SessionNotification, TrajectoryEvent } from './protocol';
+import { lastSeq } from './sessionIndex';
+import { isTerminal } from './states';
+import type { IPrimeAPI, IPrimeSessions, ISessionsChange } from './tokens';
+
+export interface ISessionModelOptions {
+  id: string;
+  sessions: IPrimeSessions;
+  api: IPrimeAPI;
+  /** Milliseconds a fetch waits for more push events to fold in. */
+  coalesce?: number;
+}
+
+export class SessionModel implements IDisposable {
+  constructor(options: ISessionModelOptions) {
+    this.id = options.id;
+    this._sessions = options.sessions;
+    this._api = options.api;
+    this._coalescer = new Coalescer(() => this._fetchEvents(), options.coalesce ?? 250);
+    this._sessions.changed.connect(this._onSessionsChanged, this);
+    this._sessions.notified.connect(this._onNotified, this);
+    this._schedulePoll();
+    if (!this.session) {
+      void this._sessions.fetch(this.id).catch(err => this._setError((err as Error).message));
+    }
+    void this._coalescer.flush();
+  }
+
+  readonly id: string;
+
+  /** The session's record, once known. */
+  get session(): Session | undefined {
+    return this._sessions.get(this.id);
+  }
+
+  /** The trajectory so far, by seq. */
+  get events(): readonly TrajectoryEvent[] {
+    return this._events;
+  }
+
+  /** The message of the last failed fetch (the record or the trajectory), or null. */
+  get error(): string | null {
+    return this._error;
+  }
+
+  /** New events, in seq order. */
+  get added(): ISignal<this, readonly TrajectoryEvent[]> {
+    return this._added;
+  }
+
+  /** The record or the error changed. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** Fetch the record and new events now. */
+  async refresh(): Promise<void> {
+    await Promise.all([this._sessions.fetch(this.id).catch(() => undefined), this._coalescer.flush()]);
+  }
+
+  /** Message the agent (as the user). */
+  async send(message: string): Promise<void> {
+    await this._api.sendMessage(this.id, message);
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    if (this._poll !== null) {
+      clearTimeout(this._poll);
+    }
+    this._coalescer.dispose();
+    this._sessions.changed.disconnect(this._onSessionsChanged, this);
+    this._sessions.notified.disconnect(this._onNotified, this);
+    Signal.clearData(this);
+  }
+
+  private _onSessionsChanged(_: unknown, change: ISessionsChange): void {
+    if (change.all || change.ids.has(this.id)) {
+      this._changed.emit();
+    }
+  }
+
+  private _onNotified(_: unknown, note: SessionNotification): void {
+    if (note.session_id === this.id) {
+      void this._coalescer.request();
+    }
+  }
+
+  /** Poll every 10 s while the session may still change (push events can be missed). */
+  private _schedulePoll(): void {
+    this._poll = setTimeout(() => {
+      const s = this.session;
+      if (!s || !isTerminal(s.state)) {
+        void this._coalescer.request();
+      }
+      if (!this._disposed) {
+        this._schedulePoll();
+      }
+    }, 10_000);
+  }
+
+  private async _fetchEvents(): Promise<void> {
+    let incoming: TrajectoryEvent[];
+    try {
+      incoming = await this._api.events(this.id, lastSeq(this._events));
+    } catch (err) {
+      this._setError((err as Error).message);
+      return;
+    }
+    if (this._disposed) {
+      return;
+    }
+    const last = lastSeq(this._events);
+    const fresh = incoming.filter(e => e.seq > last).sort((a, b) => a.seq - b.seq);
+    if (this._error !== null) {
+      this._setError(null);
+    }
+    if (fresh.length) {
+      this._events = [...this._events, ...fresh];
+      this._added.emit(fresh);
+    }
+  }
+
+  private _setError(error: string | null): void {
+    this._error = error;
+    this._changed.emit();
+  }
+
+  private _sessions: IPrimeSessions;
+  private _api: IPrimeAPI;
+  private _events: TrajectoryEvent[] = [];
+  private _error: string | null = null;
+  private _coalescer: Coalescer;
+  private _poll: ReturnType<typeof setTimeout> | null = null;
+  private _disposed = false;
+  private _added = new Signal<this, readonly TrajectoryEvent[]>(this);
+  private _changed = new Signal<this, void>(this);
+}
