@@ -1,0 +1,221 @@
+/**
+ * @jest-environment jsdom
+ */
+import { Widget } from '@lumino/widgets';
+
+import { untranslated } from '../src/i18n';
+import { EVENT_KINDS, EventDataMap, EventKind, TrajectoryEvent } from '../src/protocol';
+import { EventRendererRegistry, IRenderContext, RENDERERS } from '../src/renderers';
+import { E } from './fixtures';
+
+/** A context whose markdown, code and outputs are plain nodes the tests can read. */
+function context(opened: string[] = []): IRenderContext {
+  const node = (cls: string, text: string) => {
+    const w = new Widget();
+    w.addClass(cls);
+    w.node.textContent = text;
+    return w;
+  };
+  return {
+    trans: untranslated,
+    markdown: text => node('test-markdown', text),
+    code: source => node('test-code', source),
+    outputs: outputs => node('test-outputs', JSON.stringify(outputs)),
+    openSession: id => opened.push(`session ${id}`),
+    openRefinement: id => opened.push(`refinement ${id}`)
+  };
+}
+
+const registry = new EventRendererRegistry();
+
+function render<K extends EventKind>(kind: K, data: EventDataMap[K], opened: string[] = []): HTMLElement {
+  return registry.render(E(kind, data, 7) as TrajectoryEvent, context(opened)).node;
+}
+
+const head = (node: HTMLElement) => node.querySelector('.jp-PrimeEvent-head')?.textContent ?? '';
+const summary = <K extends EventKind>(kind: K, data: EventDataMap[K]) => registry.summary(E(kind, data) as TrajectoryEvent, untranslated);
+
+describe('the renderer registry', () => {
+  it('has a renderer for every event kind of the protocol', () => {
+    for (const kind of EVENT_KINDS) {
+      expect(registry.get(kind)).toBeDefined();
+    }
+    expect(registry.kinds().sort()).toEqual([...EVENT_KINDS].sort());
+    expect(Object.keys(RENDERERS).sort()).toEqual([...EVENT_KINDS].sort());
+  });
+
+  it('builds the item: kind class, seq, a head whose tooltip is the summary', () => {
+    const node = render('error', { message: 'boom\nmore' });
+    expect(node.classList).toContain('jp-PrimeEvent');
+    expect(node.classList).toContain('jp-PrimeEvent-error');
+    expect(node.dataset.seq).toBe('7');
+    expect(node.dataset.kind).toBe('error');
+    expect(node.querySelector('.jp-PrimeEvent-head')!.getAttribute('title')).toMatch(/^#7 .* · error: boom$/);
+  });
+
+  it('lets another extension replace a renderer, and puts the old one back', () => {
+    const done = registry.set('error', { summary: () => 'mine', render: () => ({ head: ['custom'] }) });
+    expect(head(render('error', { message: 'x' }))).toBe('custom');
+    done.dispose();
+    expect(head(render('error', { message: 'x' }))).toBe('Error');
+  });
+
+  it('shows an unknown kind (from a newer daemon) as its data', () => {
+    const event = { seq: 1, session_id: 's', ts: 0, kind: 'goal', data: { target: 3 } } as unknown as TrajectoryEvent;
+    const node = registry.render(event, context()).node;
+    expect(head(node)).toBe('goal');
+    expect(node.querySelector('pre')!.textContent).toContain('"target": 3');
+  });
+});
+
+describe('each renderer', () => {
+  it('task: prompt, model, context and budget', () => {
+    const node = render('task', { prompt: 'Sum it', model: 'm/x', budget: { tokens: 1000 }, context_type: 'list' });
+    expect(head(node)).toBe('Task · m/x · context: list · budget: tokens 1k');
+    expect(node.querySelector('.jp-PrimeEvent-prompt')!.textContent).toBe('Sum it');
+    expect(summary('task', { prompt: 'Sum it\nnow' })).toBe('task: Sum it');
+  });
+
+  it('state: the new state as a badge, with its reason', () => {
+    const node = render('state', { state: 'DONE', reason: 'answered' });
+    expect(node.querySelector('[data-state="DONE"]')).not.toBeNull();
+    expect(head(node)).toBe('→ DONE answered');
+    expect(summary('state', { state: 'DONE', reason: 'answered' })).toBe('state → DONE (answered)');
+  });
+
+  it('model_call: names its model, tokens in and out, cost, duration', () => {
+    const data = { model: 'scripted/ui-child', usage: { total_tokens: 1500, prompt_tokens: 1200, completion_tokens: 300 }, cost: 0.02, duration: 1.25, purpose: 'llm' };
+    const node = render('model_call', data);
+    expect(node.querySelector('.jp-PrimeEvent-model')!.textContent).toBe('scripted/ui-child');
+    expect(head(node)).toBe('Model call · scripted/ui-child · llm() · 1.5k tok (1.2k in / 300 out) · $0.02 · 1.25s');
+    expect(summary('model_call', data)).toBe('model call scripted/ui-child: 1.5k tok, $0.02');
+    expect(head(render('model_call', { ...data, model: '' }))).toContain('(unknown model)');
+  });
+
+  it('assistant: the text as markdown; nothing for a turn of code only', () => {
+    const node = render('assistant', { content: 'Let me **compute**' });
+    expect(node.querySelector('.test-markdown')!.textContent).toBe('Let me **compute**');
+    const empty = render('assistant', { content: '  ', tool_calls: [{ id: 'x' }] });
+    expect(empty.classList).toContain('jp-mod-empty');
+    expect(empty.querySelector('.jp-PrimeEvent-head')).toBeNull();
+  });
+
+  it('cell: count, source, status, duration, code and outputs', () => {
+    const data = {
+      code: 'x = 1\nx',
+      source: 'user' as const,
+      outputs: [{ output_type: 'execute_result' }],
+      status: 'ok' as const,
+      execution_count: 3,
+      duration: 0.5,
+      truncated_note: 'output cut'
+    };
+    const node = render('cell', data);
+    expect(node.classList).toContain('jp-mod-user');
+    expect(node.querySelector('.jp-PrimeEvent-source')!.textContent).toBe('user');
+    expect(node.querySelector('.jp-PrimeEvent-status')!.textContent).toBe('ok');
+    expect(head(node)).toBe('[3]userok 0.50s');
+    expect(node.querySelector('.test-code')!.textContent).toBe('x = 1\nx');
+    expect(node.querySelector('.test-outputs')!.textContent).toContain('execute_result');
+    expect(node.querySelector('.jp-PrimeEvent-note')!.textContent).toBe('output cut');
+    expect(summary('cell', data)).toBe('user cell [3] ok');
+    expect(render('cell', { ...data, source: 'agent', outputs: [] }).querySelector('.test-outputs')).toBeNull();
+  });
+
+  it('observation: what the model was shown, folded', () => {
+    const node = render('observation', { text: 'x is 42' });
+    expect(node.querySelector('details pre')!.textContent).toBe('x is 42');
+    expect(summary('observation', { text: 'x is 42' })).toBe('observation: x is 42');
+  });
+
+  it('answer: the repr; a reply as markdown', () => {
+    const node = render('answer', { repr: '42', kind: 'answer' });
+    expect(head(node)).toBe('Answer');
+    expect(node.querySelector('.jp-PrimeEvent-answerRepr')!.textContent).toBe('42');
+    expect(render('answer', { repr: 'hi *there*', kind: 'reply' }).querySelector('.test-markdown')!.textContent).toBe('hi *there*');
+    expect(summary('answer', { repr: '42', kind: 'answer' })).toBe('answer: 42');
+  });
+
+  it('child: a link that opens the sub-agent', () => {
+    const opened: string[] = [];
+    const node = render('child', { child_id: 'sabcdef012', name: 'double', prompt: 'double 21' }, opened);
+    expect(head(node)).toBe('Spawned sub-agent double');
+    (node.querySelector('a') as HTMLAnchorElement).click();
+    expect(opened).toEqual(['session sabcdef012']);
+    expect(summary('child', { child_id: 'sabcdef012', prompt: 'p' })).toBe('spawned sabcdef012');
+  });
+
+  it('mail_in and mail_out: who, linked when a session, and the message', () => {
+    const opened: string[] = [];
+    const inbound = render('mail_in', { from: 'sabcdef012', sender: 'child', message: 'done', message_id: 'm1' }, opened);
+    expect(head(inbound)).toBe('Message from child');
+    (inbound.querySelector('a') as HTMLAnchorElement).click();
+    expect(opened).toEqual(['session sabcdef012']);
+    const person = render('mail_in', { from: 'user', sender: 'user', message: 'hi', message_id: 'm2' });
+    expect(person.querySelector('a')).toBeNull();
+    expect(person.querySelector('.jp-PrimeEvent-message')!.textContent).toBe('hi');
+    expect(head(render('mail_out', { to: 'parent', message: 'half done', message_id: 'm3' }))).toBe('Message to parent');
+    expect(summary('mail_out', { to: 'parent', message: 'half\ndone', message_id: 'm3' })).toBe('message to parent: half');
+  });
+
+  it('compaction: how much was summarised, why, and the summary', () => {
+    const data = { before_tokens: 5200, after_tokens: 1100, summarised_messages: 12, summary: 'we computed x', reason: 'requested' as const };
+    const node = render('compaction', data);
+    expect(head(node)).toBe('Context compacted · 12 earlier messages summarised · 5.2k → 1.1k tok · asked for with compact()');
+    expect(node.querySelector('details pre')!.textContent).toBe('we computed x');
+    expect(head(render('compaction', { summarised_messages: 1, reason: 'window' }))).toBe(
+      'Context compacted · 1 earlier message summarised · the model’s window was full'
+    );
+    expect(render('compaction', { ...data, error: 'no summary' }).querySelector('.jp-PrimeEvent-errorText')!.textContent).toBe('no summary');
+    expect(summary('compaction', data)).toBe('context compacted: 12 earlier messages summarised');
+  });
+
+  it('snapshot: how many variables, the size, what was not saved', () => {
+    const data = { blob_id: 'b1', size: 2048, saved: ['x', 'y'], skipped: { f: 'a generator' }, reason: 'idle' };
+    const node = render('snapshot', data);
+    expect(head(node)).toBe('REPL saved · 2 variables · 2 kB · idle');
+    expect(node.textContent).toContain('saved: x, y');
+    expect(node.textContent).toContain('not saved: f (a generator)');
+    expect(summary('snapshot', data)).toBe('REPL saved: 2 variables');
+  });
+
+  it('restore: what came back and what did not', () => {
+    const data = { restored: ['x'], failed: { y: 'unpickling failed' }, lost: ['z'], reason: 'revived' };
+    const node = render('restore', data);
+    expect(head(node)).toBe('REPL restored · 1 variable · revived');
+    expect(node.textContent).toContain('restored: x');
+    expect(node.textContent).toContain('failed: y (unpickling failed)');
+    expect(node.textContent).toContain('lost: z');
+    expect(summary('restore', data)).toBe('REPL restored: 1 variable');
+  });
+
+  it('resume: why, what was in flight and lost', () => {
+    const node = render('resume', { reason: 'the daemon restarted', in_flight: 'a cell', lost: ['tmp'] });
+    expect(head(node)).toBe('Resumed · the daemon restarted');
+    expect(node.textContent).toContain('in flight: a cell');
+    expect(node.textContent).toContain('lost: tmp');
+    expect(summary('resume', { reason: 'the daemon restarted' })).toBe('resumed: the daemon restarted');
+  });
+
+  it('kernel: what happened to it, exit code, signal, detail', () => {
+    const node = render('kernel', { event: 'died', exit_code: 1, signal: 'SIGKILL', detail: 'out of memory' });
+    expect(head(node)).toBe('Kernel died · exit code 1 · signal SIGKILL');
+    expect(node.querySelector('.jp-PrimeEvent-note')!.textContent).toBe('out of memory');
+    expect(summary('kernel', { event: 'restarted' })).toBe('kernel restarted');
+  });
+
+  it('refinement: its id links to the Harness view, with its status', () => {
+    const opened: string[] = [];
+    const node = render('refinement', { refinement_id: 'r42', status: 'proposed' }, opened);
+    expect(head(node)).toBe('Harness refined · r42 · proposed');
+    (node.querySelector('a') as HTMLAnchorElement).click();
+    expect(opened).toEqual(['refinement r42']);
+    expect(summary('refinement', { refinement_id: 'r42', status: 'proposed' })).toBe('harness refinement r42: proposed');
+  });
+
+  it('error: the message', () => {
+    const node = render('error', { message: 'could not snapshot' });
+    expect(head(node)).toBe('Error');
+    expect(node.querySelector('.jp-PrimeEvent-errorText')!.textContent).toBe('could not snapshot');
+  });
+});
