@@ -42,6 +42,10 @@ _notification.parent.mkdir(parents=True)
 _notification.write_text(json.dumps({"fetchNews": "false"}))
 c.Daemon.default_model = "scripted/ui-root"
 c.Daemon.pool_size = 1
+# A persistent agent left IDLE is passivated (REPL snapshot, kernel shut down) within seconds,
+# and a compaction keeps only the last turn verbatim, so the browser test sees both quickly.
+c.Daemon.idle_timeout = 3.0
+c.Daemon.compact_keep_recent = 2
 # The harness: the global scope in a throw-away folder (never the tester's ~/.prime), edits
 # proposed by the scripted refinement model wait for review, and the project's files under
 # .prime/ can be opened in the editor.

@@ -14,7 +14,7 @@ jupyter labextension list 2>&1 | grep -q 'prime-kernel.*enabled.*OK' || {
 }
 
 cd "$repo"
-[ -d node_modules/jest ] || npm ci --no-audit --no-fund
+[ -d node_modules/jest-environment-jsdom ] || npm ci --no-audit --no-fund
 npx jest --ci
 
 cd "$here"

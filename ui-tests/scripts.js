@@ -36,5 +36,18 @@ module.exports = {
   'ui-slow': {
     turns: [{ code: "ready = 'yes'\nready" }, { text: 'thinking for a long time', sleep: 600 }]
   },
-  'ui-refine': { turns: [{ text: JSON.stringify(refinement) }] }
+  'ui-refine': { turns: [{ text: JSON.stringify(refinement) }] },
+  // What a notebook's llm() call gets back.
+  'ui-hello': { turns: [{ text: 'Hello from the scripted model.' }] },
+  // A persistent agent that asks for a compaction as it answers: it goes IDLE, is passivated
+  // (snapshot) after c.Daemon.idle_timeout, and a message revives it (restore), whereupon the
+  // requested compaction runs before its next model call. The summary call is answered by
+  // the first turn (its text reads as a summary); after the compaction the turns replay from
+  // the messages kept, and end with an answer again.
+  'ui-persist': {
+    turns: [
+      { text: 'The agent set x = 6 * 7 = 42 in its REPL.', code: "x = 6 * 7\nprint('x is', x)" },
+      { code: 'compact()\nanswer(x)' }
+    ]
+  }
 };

@@ -52,14 +52,44 @@ async function run(page: Page, command: string, args: Record<string, unknown> = 
   );
 }
 
-async function screenshot(page: Page, info: TestInfo, name: string): Promise<string> {
+/** A screenshot; by default of the left side bar and the main area (the tree beside a session). */
+async function screenshot(
+  page: Page,
+  info: TestInfo,
+  name: string,
+  clip = { x: 0, y: 0, width: 1280, height: 760 }
+): Promise<string> {
   const file = path.join(info.project.outputDir, 'screenshots', `${name}.png`);
   fs.mkdirSync(path.dirname(file), { recursive: true });
   await page.addStyleTag({ content: '.Toastify { display: none !important; }' });
-  // The left side bar and the main area: the panel tree beside the open session.
-  await page.screenshot({ path: file, clip: { x: 0, y: 0, width: 1280, height: 760 } });
+  await page.screenshot({ path: file, clip });
   await info.attach(name, { path: file, contentType: 'image/png' });
   return file;
+}
+
+/**
+ * The New agent form at the side bar's default width: every field wholly inside the panel, wide
+ * enough to type in, and the model picker's placeholder not cut off. A screenshot of it.
+ */
+async function formFits(page: Page, info: TestInfo): Promise<void> {
+  const side = (await panel(page).boundingBox())!;
+  for (const label of ['Model', 'Name', 'Token budget', 'Dollar budget', 'Time limit', 'Turn budget']) {
+    const box = (await page.locator(`.jp-PrimeAgents-form input[aria-label="${label}"]`).boundingBox())!;
+    expect(box.x).toBeGreaterThanOrEqual(side.x);
+    expect(box.x + box.width).toBeLessThanOrEqual(side.x + side.width);
+    expect(box.width).toBeGreaterThan(60);
+  }
+  const placeholder = await page.locator('.jp-PrimeAgents-form input[aria-label="Model"]').evaluate(el => {
+    const input = el as HTMLInputElement;
+    const style = getComputedStyle(input);
+    const ctx = document.createElement('canvas').getContext('2d')!;
+    ctx.font = style.font;
+    const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    return { text: ctx.measureText(input.placeholder).width, room };
+  });
+  expect(placeholder.text).toBeLessThanOrEqual(placeholder.room);
+  info.annotations.push({ type: 'side bar width', description: `${Math.round(side.width)} px` });
+  await screenshot(page, info, 'new-agent-form', { x: 0, y: 0, width: Math.ceil(side.x + side.width) + 8, height: 520 });
 }
 
 /** Start a command without waiting for it (it may wait for a dialog the test answers). */
@@ -88,9 +118,13 @@ test('end to end: a root spawns a child, both finish, co-working in the root con
   await page.keyboard.press('ControlOrMeta+Alt+n');
   const prompt = page.locator('.jp-PrimeAgents-prompt');
   await expect(prompt).toBeVisible();
-  await expect(page.locator('.jp-PrimeAgents-form option[value="scripted/ui-root"]')).toHaveCount(1);
+  // The model picker takes any litellm name and suggests the known ones.
+  const model = page.locator('.jp-PrimeAgents-form input[aria-label="Model"]');
+  await expect(page.locator('.jp-PrimeAgents-form datalist option[value="scripted/ui-root"]')).toHaveCount(1);
+  await expect(model).toHaveAttribute('placeholder', 'default: scripted/ui-root');
+  await formFits(page, info);
   await prompt.fill('Compute 6*7 and ask a child to double 21');
-  await page.locator('.jp-PrimeAgents-form select').selectOption('scripted/ui-root');
+  await model.fill('scripted/ui-root');
   await page.getByLabel('Token budget').fill('200k');
   await page.getByLabel('Turn budget').fill('20');
 
@@ -134,6 +168,14 @@ test('end to end: a root spawns a child, both finish, co-working in the root con
   await expect(view.locator('.jp-PrimeEvent-task')).toContainText('Compute 6*7');
   await expect(view.locator('.jp-PrimeEvent-assistant').first()).toContainText('compute');
   await expect(view.locator('.jp-PrimeEvent-cell .jp-OutputArea').first()).toContainText('x is 42');
+  // The answer follows the cell that produced it (the daemon records it after the cell).
+  const answerCell = view.locator('.jp-PrimeEvent-cell').filter({ hasText: 'answer(x)' });
+  const answerEvent = view.locator('.jp-PrimeEvent-answer');
+  expect(Number(await answerEvent.getAttribute('data-seq'))).toBeGreaterThan(
+    Number(await answerCell.getAttribute('data-seq'))
+  );
+  // Every model call names its model.
+  await expect(view.locator('.jp-PrimeEvent-model_call .jp-PrimeEvent-model').first()).toHaveText('scripted/ui-root');
   const rootId = await root.getAttribute('data-session-id');
 
   // Open the child's trajectory from its row.
@@ -457,4 +499,213 @@ test('harness: browse, open in the editor, edit a global entry (conflict, reload
   await expect(refinement.locator('.jp-PrimeHarness-edit[data-status="rejected"]')).toHaveCount(1);
   await expect(view.locator('.jp-PrimeHarness-entry[data-entry-id="check-results"]')).toHaveCount(1);
   await expect(view.locator('.jp-PrimeHarness-entry[data-entry-id="doubling"]')).toHaveCount(0);
+});
+
+test('harness: create a note, a memory, a skill and a spec from the view', async ({ page, request }) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-harness');
+  const view = page.locator('.jp-PrimeHarness:visible');
+  const dialog = page.locator('.jp-Dialog');
+  const made: [string, string, string][] = [
+    ['note', 'Answer briefly', 'Give the answer first.'],
+    ['memory', 'Primes below 100', 'There are 25.'],
+    ['skill', 'Sum a CSV column', 'Read it with the csv module.'],
+    ['spec', 'Careful checker', 'Check the work twice.']
+  ];
+  for (const [kind, title, content] of made) {
+    // The "+" of the kind's group starts a new entry of that kind.
+    await view.locator(`.jp-PrimeHarness-group[data-kind="${kind}"] .jp-PrimeHarness-add`).click();
+    await expect(dialog.getByLabel('Kind')).toHaveValue(kind);
+    await dialog.getByLabel('Title').fill(title);
+    await dialog.getByLabel('Content').fill(content);
+    await dialog.getByRole('button', { name: 'Create' }).click();
+    await expect(dialog).toHaveCount(0);
+  }
+  for (const [kind, title, content] of made) {
+    const id = title.toLowerCase().replace(/[^a-z0-9]+/g, '-');
+    const entry = view.locator(`.jp-PrimeHarness-group[data-kind="${kind}"] .jp-PrimeHarness-entry[data-entry-id="${id}"]`);
+    await expect(entry).toContainText(title);
+    const folder = { note: 'notes', memory: 'memory', skill: 'skills', spec: 'specs' }[kind];
+    const saved = await (await request.get(`/api/prime/harness/${folder}/${id}`)).json();
+    expect(saved.content.trim()).toBe(content);
+    expect(saved.version).toBe(1);
+  }
+  // The last one created is selected, with its history (one version, by the user).
+  await expect(view.locator('.jp-PrimeHarness-entryTitle')).toHaveText('Careful checker');
+  await expect(view.locator('.jp-PrimeHarness-history tbody tr td').nth(2)).toHaveText('user');
+
+  // A bad id is refused with the reason, and the dialog keeps what was typed.
+  await view.getByRole('button', { name: 'New entry…' }).click();
+  await dialog.getByLabel('Title').fill('Bad');
+  await dialog.getByLabel('Id').fill('Not An Id');
+  await dialog.getByRole('button', { name: 'Create' }).click();
+  await expect(dialog.locator('.jp-PrimeHarness-error')).toContainText('id must be');
+  await expect(dialog.getByLabel('Id')).toHaveValue('Not An Id');
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+});
+
+test('a persistent agent: passivated (REPL saved), revived by a message (REPL restored), its compaction, then /refine', async ({
+  page,
+  request
+}, info) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  const created = await request.post('/api/prime/sessions', {
+    data: { prompt: 'Keep x for later', model: 'scripted/ui-persist', name: 'keeper', persistent: true }
+  });
+  expect(created.status()).toBe(201);
+
+  // It answers, waits IDLE, and after c.Daemon.idle_timeout its REPL is saved and its kernel goes.
+  const row = rows(page).filter({ hasText: 'keeper' });
+  await expect(row).toHaveAttribute('data-state', 'INACTIVE', { timeout: 90_000 });
+  await row.click();
+  const view = sessionView(page);
+  const snapshot = view.locator('.jp-PrimeEvent-snapshot').first();
+  await expect(snapshot).toContainText('REPL saved');
+  await expect(snapshot.locator('.jp-PrimeEvent-names').first()).toContainText('x');
+
+  // A message revives it: a new kernel gets the REPL back, then the compaction it asked for
+  // (compact() in its last cell) runs before its next model call.
+  await view.locator('.jp-PrimeSession-input').fill('What is x now?');
+  await view.locator('.jp-PrimeSession-input').press('Enter');
+  const restore = view.locator('.jp-PrimeEvent-restore').first();
+  await expect(restore).toContainText('REPL restored', { timeout: 90_000 });
+  await expect(restore.locator('.jp-PrimeEvent-names').first()).toContainText('x');
+  const compaction = view.locator('.jp-PrimeEvent-compaction').first();
+  await expect(compaction).toContainText('Context compacted', { timeout: 90_000 });
+  await expect(compaction).toContainText('asked for with compact()');
+  await expect(compaction.locator('details pre')).toContainText('The agent set x = 6 * 7 = 42', { useInnerText: false });
+  // Events render in the order they happened.
+  const kinds = await view.locator('.jp-PrimeEvent').evaluateAll(els => els.map(e => (e as HTMLElement).dataset.kind));
+  expect(kinds.indexOf('snapshot')).toBeLessThan(kinds.indexOf('restore'));
+  expect(kinds.indexOf('restore')).toBeLessThan(kinds.indexOf('compaction'));
+
+  // `/refine` sent to the session refines the harness from it; its event links to the review.
+  await view.locator('.jp-PrimeSession-input').fill('/refine learn from this session');
+  await view.locator('.jp-PrimeSession-input').press('Enter');
+  const refinement = view.locator('.jp-PrimeEvent-refinement').first();
+  await expect(refinement).toContainText('Harness refined', { timeout: 60_000 });
+  await compaction.scrollIntoViewIfNeeded();
+  await screenshot(page, info, 'session-compaction-restore-refinement');
+  await refinement.locator('a').click();
+  await expect(page.locator('.jp-PrimeHarness:visible .jp-PrimeHarness-refinement.jp-mod-highlighted')).toHaveCount(1);
+});
+
+test("a notebook's llm() call names its model; the Prime Agent kernel has its own logo", async ({ page, request }) => {
+  await openLab(page);
+  // The launcher shows the kernelspec's own SVG logo.
+  const card = page.locator('.jp-LauncherCard[data-category="Console"]').filter({ hasText: 'Prime Agent' });
+  const logo = card.locator('img');
+  await expect(logo).toHaveAttribute('src', /kernelspecs\/prime-agent\/logo-svg\.svg/);
+  const svg = await request.get((await logo.getAttribute('src'))!);
+  expect(svg.status()).toBe(200);
+  expect(await svg.text()).toContain('<title>Prime Agent</title>');
+
+  // A console on the Prime Agent kernel: llm() there is a model call of a notebook session.
+  await card.click();
+  const consolePanel = page.locator('.jp-ConsolePanel:visible');
+  await expect(consolePanel).toBeVisible();
+  await consoleConnected(page);
+  const input = consolePanel.locator('.jp-CodeConsole-input .cm-content');
+  await input.fill('llm("Say hi", model="scripted/ui-hello")');
+  await input.press('Shift+Enter');
+  await expect(consolePanel.locator('.jp-OutputArea-output').last()).toContainText('Hello from the scripted model.');
+
+  await run(page, 'prime-kernel:open-agents');
+  const row = rows(page).and(page.locator('.jp-mod-notebook'));
+  await expect(row).toHaveCount(1, { timeout: 30_000 });
+  await row.click();
+  const call = sessionView(page).locator('.jp-PrimeEvent-model_call').first();
+  await expect(call.locator('.jp-PrimeEvent-model')).toHaveText('scripted/ui-hello');
+  await expect(call.locator('.jp-PrimeEvent-head')).toContainText('llm()');
+});
+
+test('1,000 sessions: an update costs at most 16 ms of main-thread time and never refetches the list', async ({
+  page,
+  request
+}, info) => {
+  test.setTimeout(900_000);
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  const list = async () => (await (await request.get('/api/prime/sessions')).json()).sessions as { id: string; state: string }[];
+
+  // Agents that think for minutes hold every concurrency slot (c.Daemon.max_concurrent, 4): the
+  // 1,000 started next wait ADMITTED in the queue, without a kernel, until cancelled.
+  for (let i = 0; i < 4; i++) {
+    const r = await request.post('/api/prime/sessions', {
+      data: { prompt: 'Hold a slot', model: 'scripted/ui-slow', name: `holder ${i}` }
+    });
+    expect(r.status()).toBe(201);
+  }
+  await expect.poll(async () => (await list()).filter(s => s.state === 'RUNNING').length, { timeout: 180_000 }).toBe(4);
+  const queued: string[] = [];
+  for (let batch = 0; batch < 40; batch++) {
+    const replies = await Promise.all(
+      Array.from({ length: 25 }, (_, i) =>
+        request.post('/api/prime/sessions', {
+          data: { prompt: `Queued task ${batch * 25 + i}`, model: 'scripted/ui-child', name: `queued ${batch * 25 + i}` }
+        })
+      )
+    );
+    for (const r of replies) {
+      expect(r.status()).toBe(201);
+      queued.push((await r.json()).id);
+    }
+  }
+  const all = await list();
+  expect(all.length).toBeGreaterThanOrEqual(1004);
+  await expect(page.locator('.jp-PrimeAgents-footer')).toContainText(`${all.length} sessions`, { timeout: 60_000 });
+
+  // From here on every list fetch is recorded; each update's cost is a User Timing measure.
+  const fetches: string[] = [];
+  page.on('request', r => {
+    const url = new URL(r.url());
+    if (r.method() === 'GET' && url.pathname.endsWith('/api/prime/sessions')) {
+      fetches.push(url.search);
+    }
+  });
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const taskSeconds = async () =>
+    ((await cdp.send('Performance.getMetrics')).metrics.find(m => m.name === 'TaskDuration')?.value ?? 0) as number;
+  await page.evaluate(() => performance.clearMeasures('prime-kernel:sessions-update'));
+  const cancelledChip = page.locator('.jp-PrimeAgents-chip[data-state-filter="CANCELLED"]');
+  const cancelledBefore = all.filter(s => s.state === 'CANCELLED').length;
+  const updates = 20;
+  const before = await taskSeconds();
+  for (let i = 0; i < updates; i++) {
+    expect((await request.delete(`/api/prime/sessions/${queued[i]}`)).status()).toBe(200);
+    await expect(cancelledChip).toHaveText(`CANCELLED ${cancelledBefore + i + 1}`);
+    await expect(rows(page).filter({ hasText: `queued ${i}` })).toHaveCount(0); // rendered below the fold
+  }
+  const busy = ((await taskSeconds()) - before) * 1000;
+  const measures = await page.evaluate(() =>
+    performance.getEntriesByName('prime-kernel:sessions-update').map(m => ({
+      ms: m.duration,
+      ...((m as PerformanceMeasure).detail as { source: string; changed: number; total: number })
+    }))
+  );
+  const costs = measures.map(m => m.ms).sort((a, b) => a - b);
+  const median = costs[Math.floor(costs.length / 2)];
+  const max = costs[costs.length - 1];
+  const report =
+    `${measures.length} updates with ${all.length} sessions listed: median ${median.toFixed(2)} ms, max ${max.toFixed(2)} ms ` +
+    `(by source: ${JSON.stringify(measures.reduce<Record<string, number>>((acc, m) => ({ ...acc, [m.source]: (acc[m.source] ?? 0) + 1 }), {}))}); ` +
+    `all main-thread tasks during the ${updates} cancels: ${(busy / updates).toFixed(1)} ms per cancel; ` +
+    `list fetches: ${fetches.length}, all with changed_after: ${fetches.every(q => q.includes('changed_after='))}`;
+  console.log(`update cost: ${report}`);
+  info.annotations.push({ type: 'update cost', description: report });
+  expect(measures.length).toBeGreaterThanOrEqual(updates);
+  expect(max).toBeLessThanOrEqual(16);
+  expect(fetches.length).toBeGreaterThan(0);
+  expect(fetches.every(q => q.includes('changed_after='))).toBe(true);
+
+  // For comparison (not an update): the whole list fetched again, as after a daemon restart.
+  await page.evaluate(() => performance.clearMeasures('prime-kernel:sessions-update'));
+  await run(page, 'prime-kernel:refresh');
+  const full = await page.evaluate(() =>
+    performance.getEntriesByName('prime-kernel:sessions-update').map(m => m.duration)
+  );
+  console.log(`full list of ${all.length} sessions applied and rendered in ${Math.max(...full).toFixed(1)} ms`);
+  info.annotations.push({ type: 'full list', description: `${Math.max(...full).toFixed(1)} ms` });
 });
