@@ -809,6 +809,7 @@ class Daemon(LoggingConfigurable):
         runner = live.runner
         if runner is None:
             raise PrimeError("the session has no kernel")
+        live.held = []
         try:
             result = await runner.execute(
                 code,
@@ -821,12 +822,14 @@ class Daemon(LoggingConfigurable):
             with contextlib.suppress(Exception):
                 await asyncio.shield(runner.interrupt())
             self.emit(live, EventKind.CELL, CellResult(code=code, status="cancelled").to_json())
+            self._release_held(live)
             raise
         self.accounting.add(live.record, cells=1, kernel_time=result.duration)
         self._scrub(result)
         if result.names is not None:
             live.repl_names = result.names
         self.emit(live, EventKind.CELL, result.to_json("agent"))
+        self._release_held(live)
         if result.status in ("died", "killed"):
             await self._replace_kernel(live, result)
         elif self._snapshot_due(live):
@@ -855,6 +858,11 @@ class Daemon(LoggingConfigurable):
             "one was started."
         )
         await self.snapshots.restore(live, why)
+
+    def _release_held(self, live: LiveSession) -> None:
+        held, live.held = live.held or [], None
+        for kind, data in held:
+            self.emit(live, kind, data)
 
     def _snapshot_due(self, live: LiveSession) -> bool:
         """Whether to snapshot at this turn boundary: while snapshots stay a small share of the
@@ -894,7 +902,11 @@ class Daemon(LoggingConfigurable):
         live.answered = True
         text = self.scrubber.text(text)
         live.record.update(answer_repr=text, answer_blob=blob)
-        self.emit(live, EventKind.ANSWER, {"repr": text, "kind": kind})
+        event = {"repr": text, "kind": kind}
+        if live.held is not None:
+            live.held.append((EventKind.ANSWER, event))  # after the cell that answered
+        else:
+            self.emit(live, EventKind.ANSWER, event)
         if live.state == SessionState.IDLE:
             live.settled.set()
 

@@ -198,8 +198,8 @@ class KernelRunner:
         # The daemon watches its kernels itself and decides what a death means for the session
         # (told to the model, REPL restored); the manager's silent auto-restart must not run.
         km = self.km
+        km.stop_restarter()  # a no-op once autorestart is off: stop it first
         km.autorestart = False
-        km.stop_restarter()
         # No heartbeat channel: the kernel's process is watched instead, and the heartbeat
         # poller blocks the event loop for seconds at a time.
         self.client.start_channels(hb=False)
