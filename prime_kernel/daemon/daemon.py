@@ -454,6 +454,9 @@ class Daemon(LoggingConfigurable):
     async def caller(self, kernel_id: str) -> LiveSession:
         session_id = self.tokens.session_for_kernel(kernel_id)
         if session_id is None:
+            if not self.tokens.may_be_notebook(kernel_id):
+                # A pool kernel's token (stolen, or used before its session starts).
+                raise Forbidden("this kernel does not serve a session (yet)")
             return await self.notebook_session(kernel_id)
         live = self.live.get(session_id)
         if live is None:

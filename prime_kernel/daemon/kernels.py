@@ -272,9 +272,14 @@ class KernelPool:
         self.start_timeout = 120.0
 
     async def start_kernel(self) -> KernelRunner:
-        kernel_id = await _maybe_await(
-            self.kernel_manager.start_kernel(kernel_name=self.kernel_name, **self.start_kwargs())
-        )
+        from ..provisioner import agent_kernels
+
+        with agent_kernels():
+            kernel_id = await _maybe_await(
+                self.kernel_manager.start_kernel(
+                    kernel_name=self.kernel_name, **self.start_kwargs()
+                )
+            )
         runner = KernelRunner(self.kernel_manager, kernel_id, **self.runner_kwargs)
         try:
             await runner.start(timeout=self.start_timeout)

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .private import private_store
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
@@ -96,6 +98,7 @@ class Store:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.blob_dir = self.directory / "blobs"
         self.path = self.directory / "prime.sqlite3"
+        private_store(self.directory, self.path)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row

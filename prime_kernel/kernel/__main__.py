@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from ipykernel.kernelapp import IPKernelApp
-from traitlets.config import Config
-
 
 def main() -> None:
+    # Before IPython is imported: take the capability and apply the limits first.
+    from .boot import boot
+
+    boot()
+
+    from ipykernel.kernelapp import IPKernelApp
+    from traitlets.config import Config
+
     config = Config()
     config.InteractiveShellApp.extensions = ["prime_kernel"]
     IPKernelApp.launch_instance(config=config)

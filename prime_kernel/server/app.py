@@ -10,6 +10,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Instance, Type
 
 from ..daemon.daemon import Daemon
+from ..daemon.sandbox import NONE, Sandbox, activate
 from . import (
     export_handlers,
     handlers,
@@ -19,7 +20,9 @@ from . import (
     kernel_handlers,
     kernel_harness_handlers,
     messaging_handlers,
+    status_handlers,
 )
+from .kernel_socket import KernelSocket
 
 SESSION_SCHEMA_ID = "https://events.prime-kernel.dev/prime_kernel/session/v1"
 SCHEMA_PATH = Path(__file__).parent / "event_schemas" / "session" / "v1.yaml"
@@ -32,12 +35,16 @@ class PrimeApp(ExtensionApp):
 
     daemon_class = Type(Daemon, klass=Daemon, config=True, help="The daemon implementation.")
     daemon = Instance(Daemon, allow_none=True)
+    _kernel_socket: KernelSocket | None = None
     connect_all_kernels = Bool(
-        True,
+        False,
         config=True,
         help="Start every local kernel (not only 'Prime Agent' ones) through the Prime "
-        "provisioner, so `%load_ext prime_kernel` works in any notebook of this server.",
+        "provisioner, so that each holds a capability to start agents (and spend money) "
+        "from its first cell. By default a notebook on another kernel asks for one with "
+        "`%load_ext prime_kernel`, which JupyterLab's Agents extension answers.",
     )
+    sandbox = Instance(Sandbox, allow_none=True)
 
     def initialize_settings(self) -> None:
         serverapp = self.serverapp
@@ -49,6 +56,14 @@ class PrimeApp(ExtensionApp):
             log=self.log,
         )
         self.daemon.kernel_path = self._kernel_path
+        self.sandbox = Sandbox(parent=self)
+        activate(self.sandbox)
+        line = self.sandbox.describe()
+        if self.sandbox.probe().mode == NONE:
+            self.log.warning("Prime: %s", line)
+        else:
+            self.log.info("Prime: %s", line)
+        self.settings["prime_sandbox"] = self.sandbox
         self.settings["prime_daemon"] = self.daemon
         # ServerApp creates its event logger before it loads extensions.
         assert serverapp.event_logger is not None
@@ -64,17 +79,23 @@ class PrimeApp(ExtensionApp):
         self.handlers.extend(harness_handlers.HANDLERS + kernel_harness_handlers.HANDLERS)
         self.handlers.extend(export_handlers.HANDLERS + kernel_export_handlers.HANDLERS)
         self.handlers.extend(kernel_compaction_handlers.HANDLERS)
+        self.handlers.extend(status_handlers.HANDLERS)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Runs once the server listens, so the URL kernels call back to is known.
         assert self.serverapp is not None and self.daemon is not None
-        self.daemon.url = self.serverapp.connection_url
+        self._kernel_socket = KernelSocket(self.serverapp)
+        self.daemon.url = self._kernel_socket.start()
         await self.daemon.start()
         self.log.info("Prime daemon started; store at %s", self.daemon.store_dir)
 
     async def stop_extension(self) -> None:
         if self.daemon is not None:
             await self.daemon.stop()
+        if self._kernel_socket is not None:
+            self._kernel_socket.stop()
+            self._kernel_socket = None
+        activate(None)
 
     def _emit(self, note: dict[str, Any]) -> None:
         assert self.serverapp is not None and self.serverapp.event_logger is not None

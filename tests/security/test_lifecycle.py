@@ -1,0 +1,128 @@
+"""A sandboxed agent kernel is still an ordinary Jupyter kernel: it starts, is interrupted,
+shut down and killed through the kernel manager, and its death is seen."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from typing import Any
+
+import pytest
+
+from tests.conftest import wait_for
+
+pytestmark = pytest.mark.parametrize("prime_mode", ["bwrap"], indirect=True)
+
+
+async def agent_kernel(daemon: Any) -> Any:
+    assert daemon.pool is not None
+    runner = await daemon.pool.start_kernel()
+    km = daemon.kernel_manager.get_kernel(runner.kernel_id)
+    assert km.provisioner.agent and km.provisioner.sandboxed
+    return runner, km
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead too.
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+async def test_interrupt_reaches_the_kernel_and_only_it(daemon):
+    runner, km = await agent_kernel(daemon)
+    try:
+        task = asyncio.ensure_future(runner.execute("import time\ntime.sleep(60)"))
+        await asyncio.sleep(1.5)
+        await km.interrupt_kernel()
+        result = await asyncio.wait_for(task, 20)
+        assert result.status == "error"
+        assert any(o.get("ename") == "KeyboardInterrupt" for o in result.outputs)
+        # An interrupt while idle is harmless too; the kernel (and bwrap) lives on.
+        await km.interrupt_kernel()
+        assert (await runner.execute("1 + 1")).outputs[0]["data"]["text/plain"] == "2"
+        assert await km.is_alive()
+    finally:
+        await daemon.pool.discard(runner)
+
+
+async def test_interrupt_reaches_a_subprocess_of_the_kernel(daemon):
+    runner, km = await agent_kernel(daemon)
+    try:
+        task = asyncio.ensure_future(
+            runner.execute("import subprocess\nsubprocess.run(['sleep', '60'])")
+        )
+        await asyncio.sleep(1.5)
+        await km.interrupt_kernel()
+        result = await asyncio.wait_for(task, 20)
+        assert result.status == "error"
+        assert await km.is_alive()
+    finally:
+        await daemon.pool.discard(runner)
+
+
+async def test_shutdown_ends_every_process_of_the_sandbox(daemon):
+    runner, km = await agent_kernel(daemon)
+    out = await runner.execute(
+        "import subprocess\np = subprocess.Popen(['sleep', '600'], start_new_session=True)"
+    )
+    assert out.status == "ok"
+    bwrap = km.provisioner.pid
+    inside = _sandbox_pids(bwrap)
+    assert len(inside) >= 3  # init, kernel, sleep
+    await daemon.pool.discard(runner)  # shutdown_kernel(now=True)
+    await wait_for(lambda: not any(alive(p) for p in [bwrap, *inside]), 10)
+
+
+async def test_a_graceful_shutdown_works(daemon):
+    runner, km = await agent_kernel(daemon)
+    bwrap = km.provisioner.pid
+    await runner.stop()
+    await daemon.kernel_manager.shutdown_kernel(runner.kernel_id)  # shutdown_request first
+    assert not alive(bwrap)
+
+
+async def test_the_kernels_death_is_seen(daemon):
+    runner, km = await agent_kernel(daemon)
+    try:
+        bwrap = km.provisioner.pid
+        runner.client.execute("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+        await wait_for(lambda: not alive(bwrap), 10)
+        assert not await km.is_alive()
+    finally:
+        await daemon.pool.discard(runner)
+
+
+async def test_killing_bwrap_from_outside_ends_the_sandbox(daemon):
+    runner, km = await agent_kernel(daemon)
+    try:
+        bwrap = km.provisioner.pid
+        inside = _sandbox_pids(bwrap)
+        os.kill(bwrap, signal.SIGKILL)
+        await wait_for(lambda: not any(alive(p) for p in [bwrap, *inside]), 10)
+        assert not await km.is_alive()
+    finally:
+        await daemon.pool.discard(runner)
+
+
+def _sandbox_pids(bwrap: int) -> list[int]:
+    """The processes below `bwrap`, seen from the host."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().split(")")[-1].split()[1])
+            except OSError:
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [bwrap]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
