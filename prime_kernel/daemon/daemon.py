@@ -182,7 +182,10 @@ class Daemon(LoggingConfigurable):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        from ..export.redact import Scrubber  # the export package imports this module
+
         self.tokens = TokenRegistry()
+        self.scrubber = Scrubber(config=[self.model_kwargs, self.config])
         self.gateway: ModelGateway = self.gateway_class()
         self.store = Store(self.store_dir)
         self.harness: Harness = self.harness_class(
@@ -262,6 +265,7 @@ class Daemon(LoggingConfigurable):
 
     # -- recording ------------------------------------------------------------------------
     def record(self, live: LiveSession, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        data = self.scrubber.scrub(data, self.tokens.live_tokens())
         event = self.store.append_event(live.id, kind, data)
         self._notify(live, event)
         return event
@@ -611,17 +615,15 @@ class Daemon(LoggingConfigurable):
         return result
 
     def _scrub(self, cell: CellResult) -> None:
-        """Remove live session tokens from a cell before it is stored or shown to a model.
+        """Remove secrets (tokens, provider keys, the server's token) from a cell before it is
+        stored or shown to a model.
 
         Agent code can print its own token (or a sibling's it found); the store, the events API
         and the model provider must never see one.
         """
-        from ..export.redact import Redactor
-
-        redactor = Redactor(self.tokens.live_tokens())
-        if redactor.count:
-            cell.code = redactor.text(cell.code)
-            cell.outputs = redactor.value(cell.outputs)
+        redactor = self.scrubber.redactor(self.tokens.live_tokens())
+        cell.code = redactor.text(cell.code)
+        cell.outputs = redactor.value(cell.outputs)
 
     def _on_user_cell(self, live: LiveSession, cell: CellResult) -> None:
         self._scrub(cell)

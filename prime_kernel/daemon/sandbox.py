@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, Enum, Int, List, Unicode
+from traitlets import Bool, Enum, Int, List, Unicode, observe
 from traitlets.config import LoggingConfigurable
 
 log = logging.getLogger(__name__)
@@ -154,6 +154,10 @@ class Sandbox(LoggingConfigurable):
     _probe: Probe | None = None
 
     # -- detection ------------------------------------------------------------------------
+    @observe("mode", "bwrap_path", "network")
+    def _forget_probe(self, change: Any) -> None:
+        self._probe = None
+
     def probe(self) -> Probe:
         """Detect (once) which mode agent kernels run in."""
         if self._probe is None:

@@ -138,11 +138,14 @@ class DaemonClient:
     def _connection(self, timeout: float) -> tuple[http.client.HTTPConnection, str]:
         url, token = self.url, self.token
         if not url or not token:
+            from .capability import status
+
             raise NotConnected(
-                "this kernel is not connected to a Prime daemon: start it from a Jupyter "
-                "server with the prime_kernel extension, as the 'Prime Agent' kernel, or run "
-                "`%load_ext prime_kernel` in it from JupyterLab (the Agents extension answers "
-                "for you), then call again"
+                status()
+                or "this kernel is not connected to a Prime daemon: use the 'Prime Agent' "
+                "kernel of a Jupyter server with the prime_kernel extension, or run "
+                "`%load_ext prime_kernel` in this kernel from JupyterLab (its Agents extension "
+                "asks the server for a capability for you), then call again"
             )
         parts = urllib.parse.urlsplit(url)
         if parts.scheme == "http+unix":

@@ -11,7 +11,9 @@ from traitlets import Bool, Instance, Type
 
 from ..daemon.daemon import Daemon
 from ..daemon.sandbox import NONE, Sandbox, activate
+from ..export.redact import config_secrets
 from . import (
+    capability_handlers,
     export_handlers,
     handlers,
     harness_handlers,
@@ -36,6 +38,7 @@ class PrimeApp(ExtensionApp):
     daemon_class = Type(Daemon, klass=Daemon, config=True, help="The daemon implementation.")
     daemon = Instance(Daemon, allow_none=True)
     _kernel_socket: KernelSocket | None = None
+    _default_provisioner: str | None = None
     connect_all_kernels = Bool(
         False,
         config=True,
@@ -56,6 +59,11 @@ class PrimeApp(ExtensionApp):
             log=self.log,
         )
         self.daemon.kernel_path = self._kernel_path
+        # Never recorded: the server's token and key-like values of the server's config.
+        self.daemon.scrubber.add(
+            getattr(serverapp.identity_provider, "token", "") or "",
+            *config_secrets(serverapp.config),
+        )
         self.sandbox = Sandbox(parent=self)
         activate(self.sandbox)
         line = self.sandbox.describe()
@@ -69,8 +77,14 @@ class PrimeApp(ExtensionApp):
         assert serverapp.event_logger is not None
         serverapp.event_logger.register_event_schema(SCHEMA_PATH)
         self.daemon.add_listener(self._emit)
+        grants = self.settings["prime_grants"] = capability_handlers.Grants(self.daemon)
+        serverapp.event_logger.add_listener(
+            schema_id=capability_handlers.KERNEL_ACTIONS, listener=grants.on_kernel_action
+        )
         if self.connect_all_kernels:
-            KernelProvisionerFactory.instance().default_provisioner_name = "prime-provisioner"
+            factory = KernelProvisionerFactory.instance()
+            self._default_provisioner = factory.default_provisioner_name
+            factory.default_provisioner_name = "prime-provisioner"
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(handlers.HANDLERS)
@@ -79,7 +93,7 @@ class PrimeApp(ExtensionApp):
         self.handlers.extend(harness_handlers.HANDLERS + kernel_harness_handlers.HANDLERS)
         self.handlers.extend(export_handlers.HANDLERS + kernel_export_handlers.HANDLERS)
         self.handlers.extend(kernel_compaction_handlers.HANDLERS)
-        self.handlers.extend(status_handlers.HANDLERS)
+        self.handlers.extend(status_handlers.HANDLERS + capability_handlers.HANDLERS)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Runs once the server listens, so the URL kernels call back to is known.
@@ -96,6 +110,9 @@ class PrimeApp(ExtensionApp):
             self._kernel_socket.stop()
             self._kernel_socket = None
         activate(None)
+        if self._default_provisioner is not None:  # the factory is process-wide
+            KernelProvisionerFactory.instance().default_provisioner_name = self._default_provisioner
+            self._default_provisioner = None
 
     def _emit(self, note: dict[str, Any]) -> None:
         assert self.serverapp is not None and self.serverapp.event_logger is not None

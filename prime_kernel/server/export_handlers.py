@@ -18,7 +18,6 @@ from tornado import web
 
 from ..daemon.errors import PrimeError
 from ..export import NotebookExporter, Redactor, daemon_secrets, export_to, under_root
-from ..export.redact import config_secrets
 from .base import PrimeHandler, prime_errors
 from .handlers import UserHandler
 
@@ -34,12 +33,10 @@ def flag(handler: web.RequestHandler, name: str) -> bool:
 
 def exporter(handler: PrimeHandler) -> NotebookExporter:
     """An exporter configured from the server's config that redacts everything it knows."""
-    serverapp = handler.serverapp
-    secrets = daemon_secrets(handler.daemon)
-    secrets.add(getattr(serverapp.identity_provider, "token", "") or "")
-    secrets |= config_secrets(serverapp.config)
     return NotebookExporter(
-        parent=handler.extensionapp, daemon=handler.daemon, redactor=Redactor(secrets)
+        parent=handler.extensionapp,
+        daemon=handler.daemon,
+        redactor=Redactor(daemon_secrets(handler.daemon)),
     )
 
 

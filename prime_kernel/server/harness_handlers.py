@@ -12,6 +12,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..daemon.errors import PrimeError
+from ..export.files import under_root
 from ..harness import interop, refine
 from ..harness.harness import Harness
 from .base import number_arg, prime_errors
@@ -242,7 +243,10 @@ class ImportHandler(HarnessHandler):
         if "state" in body:
             out = interop.import_prime_state(self.harness, body["state"], replace=replace)
         elif isinstance(body.get("path"), str):
-            out = interop.import_path(self.harness, body["path"], replace=replace)
+            path = under_root(
+                self.daemon.root_dir, body["path"], store=self.daemon.store_dir, what="an import"
+            )
+            out = interop.import_path(self.harness, path, replace=replace)
         else:
             raise PrimeError(
                 "give 'state' (a harness_state.json document) or 'path' (on the server)"
@@ -257,8 +261,11 @@ class ExportHandler(HarnessHandler):
     async def post(self) -> None:
         path = self.json_body().get("path")
         if not isinstance(path, str) or not path:
-            raise PrimeError("'path' (a folder on the server) is required")
-        self.write_json(interop.export(self.harness, path))
+            raise PrimeError("'path' (a folder under the server root) is required")
+        folder = under_root(
+            self.daemon.root_dir, path, store=self.daemon.store_dir, what="a harness export"
+        )
+        self.write_json(interop.export(self.harness, folder))
 
 
 KIND = r"(?P<kind>notes|note|memory|memories|skills|skill|specs|spec)"

@@ -193,7 +193,9 @@ async def test_bad_input_is_refused_where_it_was_made(daemon: Daemon, jp_fetch, 
     assert len(authors) == 2 and "user" in authors  # the creator, then session a
 
 
-async def test_import_prime_agent_state_and_export(daemon: Daemon, jp_fetch, tmp_path: Path):
+async def test_import_prime_agent_state_and_export(
+    daemon: Daemon, jp_fetch, tmp_path: Path, jp_root_dir: Path
+):
     resp = await jp_fetch(
         "api", "prime", "harness", "import", method="POST", body=json.dumps({"state": PRIME_STATE})
     )
@@ -225,9 +227,9 @@ async def test_import_prime_agent_state_and_export(daemon: Daemon, jp_fetch, tmp
     )
     assert again["created"] == [] and len(again["skipped"]) == 4
 
-    out = tmp_path / "export"
+    out = jp_root_dir / "export"
     await jp_fetch(
-        "api", "prime", "harness", "export", method="POST", body=json.dumps({"path": str(out)})
+        "api", "prime", "harness", "export", method="POST", body=json.dumps({"path": "export"})
     )
     assert (
         (out / "skills" / "fetch-page" / "SKILL.md")
