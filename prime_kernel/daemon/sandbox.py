@@ -237,7 +237,7 @@ class Sandbox(LoggingConfigurable):
         private_files: list[str],
     ) -> Layout:
         """Which folders an agent kernel sees, and how."""
-        home = {os.path.expanduser("~"), os.environ.get("HOME", "")}
+        home = {os.path.expanduser("~"), os.environ.get("HOME", ""), _account_home()}
         hidden = ["/tmp", "/var/tmp", "/run", "/home", *home, *self.hidden_paths]
         if os.environ.get("XDG_RUNTIME_DIR"):
             hidden.append(os.environ["XDG_RUNTIME_DIR"])
@@ -329,6 +329,16 @@ def _inside(path: str, folder: str) -> bool:
 
 def _depth(path: str) -> int:
     return len(Path(path).parts)
+
+
+def _account_home() -> str:
+    """The home folder of this OS user by the account database (HOME may say otherwise)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError):
+        return ""
 
 
 def _physical_memory() -> int:

@@ -9,12 +9,13 @@ def main() -> None:
 
     boot()
 
-    from ipykernel.kernelapp import IPKernelApp
     from traitlets.config import Config
+
+    from .app import PrimeKernelApp
 
     config = Config()
     config.InteractiveShellApp.extensions = ["prime_kernel"]
-    IPKernelApp.launch_instance(config=config)
+    PrimeKernelApp.launch_instance(config=config)
 
 
 if __name__ == "__main__":

@@ -126,3 +126,32 @@ def _sandbox_pids(bwrap: int) -> list[int]:
             out.append(child)
             todo.append(child)
     return out
+
+
+async def test_output_of_forked_subprocesses_still_arrives(daemon):
+    # ipykernel's pipe for it is IPC here, not TCP.
+    runner, _ = await agent_kernel(daemon)
+    try:
+        result = await runner.execute(
+            "import multiprocessing as mp\n"
+            "p = mp.get_context('fork').Process(target=print, args=('from the child',))\n"
+            "p.start(); p.join()"
+        )
+        assert "from the child" in "".join(o.get("text", "") for o in result.outputs)
+    finally:
+        await daemon.pool.discard(runner)
+
+
+async def test_a_restarted_agent_kernel_is_sandboxed_again(daemon):
+    runner, km = await agent_kernel(daemon)
+    try:
+        before = km.provisioner.pid
+        await runner.stop()
+        await km.restart_kernel(now=True)
+        assert km.provisioner.sandboxed and km.provisioner.pid != before
+        runner = type(runner)(daemon.kernel_manager, runner.kernel_id)
+        await runner.start()
+        result = await runner.execute("import os\nsorted(os.listdir('/proc'))[:2], os.getpid()")
+        assert result.outputs[0]["data"]["text/plain"] == "(['1', '2'], 2)"
+    finally:
+        await daemon.pool.discard(runner)
