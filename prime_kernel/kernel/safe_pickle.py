@@ -33,6 +33,7 @@ _STDLIB: dict[str, tuple[str, ...]] = {
         "slice",
         "str",
         "tuple",
+        "object",
         "Ellipsis",
         "NotImplemented",
         # Exceptions are data too (a child may answer with one); constructing one runs
@@ -56,6 +57,9 @@ _STDLIB: dict[str, tuple[str, ...]] = {
     ),
     # protocol 0-2 pickles of bytes; any codec name only reaches the `encodings` package
     "_codecs": ("encode",),
+    # protocol 0-1 pickles of objects without a reduce of their own (uuid.UUID): only
+    # allowed classes get made, as protocol 2's NEWOBJ does
+    "copyreg": ("_reconstructor",),
     "collections": ("Counter", "OrderedDict", "defaultdict", "deque"),
     "datetime": ("date", "datetime", "time", "timedelta", "timezone"),
     "decimal": ("Decimal",),

@@ -15,6 +15,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..daemon.errors import Conflict, NotFound, PrimeError
+from ..provisioner import PrimeProvisioner
 from .base import prime_errors
 from .handlers import UserHandler
 
@@ -26,17 +27,21 @@ class Grants:
 
     def __init__(self, daemon: Any) -> None:
         self.daemon = daemon
-        self.kernels: set[str] = set()
+        self._tokens: dict[str, str] = {}
 
     def grant(self, kernel_id: str) -> str:
-        token: str = self.daemon.tokens.mint(kernel_id, notebook=True)
-        self.kernels.add(kernel_id)
+        token = self._tokens.get(kernel_id)
+        if token is not None and self.daemon.tokens.kernel_for(token) == kernel_id:
+            # Two frontends on one kernel (a notebook and a console) both answer its request:
+            # they must send the same token, or the one that arrives first is revoked.
+            return token
+        token = self._tokens[kernel_id] = self.daemon.tokens.mint(kernel_id, notebook=True)
         return token
 
     async def on_kernel_action(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
         kernel_id = data.get("kernel_id")
-        if data.get("action") in ("shutdown", "restart") and kernel_id in self.kernels:
-            self.kernels.discard(kernel_id)
+        if data.get("action") in ("shutdown", "restart") and kernel_id in self._tokens:
+            del self._tokens[kernel_id]
             self.daemon.tokens.revoke(kernel_id)
 
 
@@ -52,8 +57,10 @@ class CapabilityHandler(UserHandler):
         if kernel_id not in self.kernel_manager:
             raise NotFound(f"no kernel {kernel_id} on this server")
         provisioner = getattr(self.kernel_manager.get_kernel(kernel_id), "provisioner", None)
-        if getattr(provisioner, "agent", False):
-            raise Conflict(f"kernel {kernel_id} serves an agent session; it has its own token")
+        if isinstance(provisioner, PrimeProvisioner):
+            # Agent kernels and "Prime Agent" notebooks got theirs at launch; a second token
+            # would revoke that one.
+            raise Conflict(f"kernel {kernel_id} was started with a capability of its own")
         daemon = self.daemon
         if not daemon.url:
             raise Conflict("the Prime daemon has not started yet; ask again in a moment")

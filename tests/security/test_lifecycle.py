@@ -155,3 +155,51 @@ async def test_a_restarted_agent_kernel_is_sandboxed_again(daemon):
         assert result.outputs[0]["data"]["text/plain"] == "(['1', '2'], 2)"
     finally:
         await daemon.pool.discard(runner)
+
+
+@pytest.mark.parametrize(
+    "prime_config",
+    [{"pool_size": 0, "default_model": "scripted/echo"}],
+)
+async def test_memory_and_cpu_limits(daemon, jp_serverapp):
+    sandbox = jp_serverapp.web_app.settings["prime_sandbox"]
+    sandbox.memory_limit = 512 << 20
+    sandbox.cpu_time_limit = 3
+    runner, km = await agent_kernel(daemon)
+    try:
+        result = await runner.execute("import resource\nresource.getrlimit(resource.RLIMIT_DATA)")
+        assert result.outputs[0]["data"]["text/plain"] == f"({512 << 20}, {512 << 20})"
+        # A gigabyte of heap: refused, and the kernel lives on.
+        result = await runner.execute("x = bytearray(1 << 30)")
+        assert result.status == "error" and result.outputs[0]["ename"] == "MemoryError"
+        assert (await runner.execute("1")).status == "ok"
+        # Three CPU seconds in all: a busy loop ends the kernel (SIGXCPU), which is seen.
+        runner.client.execute("while True: pass")
+        await wait_for(lambda: not alive(km.provisioner.pid), 30)
+        assert not await km.is_alive()
+    finally:
+        await daemon.pool.discard(runner)
+
+
+@pytest.mark.parametrize(
+    "prime_config",
+    [{"pool_size": 1, "default_model": "scripted/echo"}],
+)
+async def test_without_network_the_daemon_is_still_reached(
+    daemon, jp_serverapp, jp_http_port, user_kernel, script
+):
+    jp_serverapp.web_app.settings["prime_sandbox"].network = False
+    code = (
+        "import socket\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {jp_http_port}), timeout=5)\n"
+        "    net = 'connected'\n"
+        "except OSError as e:\n"
+        "    net = type(e).__name__\n"
+        "answer(net)"
+    )
+    nb = await user_kernel()
+    # The pool's spare kernel was started with the network; the next ones are not.
+    await daemon.pool.discard(await daemon.pool.acquire())
+    out = await nb.value(f"rlm('net', model={script([{'code': code}])!r}).result(timeout=60)")
+    assert out == "'ConnectionRefusedError'"
