@@ -120,12 +120,28 @@ def canary(jp_home_dir: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def provider_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A provider key in the server's environment (set before the server starts)."""
+    key = "sk-provider-key-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    return key
+
+
 def leaks(text: str, secrets: list[str]) -> list[str]:
     return [s for s in secrets if s and s in text]
 
 
 async def test_recon(
-    prime_mode, daemon, attack, minted, canary, jp_serverapp, jp_runtime_dir, user_kernel
+    provider_key,
+    prime_mode,
+    daemon,
+    attack,
+    minted,
+    canary,
+    jp_serverapp,
+    jp_runtime_dir,
+    user_kernel,
 ):
     # Another Prime kernel besides the attacker: a person's notebook on the Prime kernel.
     await (await user_kernel()).value("1")
@@ -143,6 +159,8 @@ async def test_recon(
     # Both modes: no capability token in any environment or command line it can read, its
     # own included; no capabilities; no new privileges.
     assert not leaks(environs + cmdlines + found["own_environ"], minted)
+    # The provider key the server has is not in the agent's environment.
+    assert provider_key not in found["own_environ"]
     assert found["caps"] == ["0000000000000000", "0000000000000000"]
     assert found["no_new_privs"] == "1"
     # Other Prime kernels' environment, memory and descriptors are closed to it.
