@@ -29,6 +29,7 @@ def _size(n: int) -> str:
 
 
 def report(sandbox: Any, root: Path) -> dict[str, Any]:
+    from ..daemon.sandbox import root_warning
     from ..server.status_handlers import sandbox_json
 
     out = sandbox_json(sandbox)
@@ -39,12 +40,9 @@ def report(sandbox: Any, root: Path) -> dict[str, Any]:
             "agents read every root-owned file the sandbox does not hide (without the "
             "sandbox, every file)"
         )
-    home = Path.home().resolve()
-    if root == home or root in home.parents:
-        notes.append(
-            f"the root {root} holds your home folder: agents can read and write all of it "
-            "(~/.ssh included); start the server in a project folder"
-        )
+    warning = root_warning(str(root))
+    if warning:
+        notes.append(warning)
     out["notes"] = notes
     return out
 

@@ -249,7 +249,7 @@ class Sandbox(LoggingConfigurable):
             hidden=_clean(hidden),
             sealed=_clean([store_dir, *runtime_dirs]),
             read_only=_clean(read_only),
-            writable=_clean([root_dir, *self.writable_paths, *private_dirs]),
+            writable=_clean([root_dir, *self.writable_paths, *private_dirs], root_ok=True),
         )
 
     def command(self, kernel_cmd: list[str], layout: Layout, *, cwd: str, bwrap: str) -> list[str]:
@@ -298,6 +298,19 @@ class Sandbox(LoggingConfigurable):
         return ["/bin/sh", "-c", "trap '' INT; exec \"$@\"", "sh", *argv]
 
 
+def root_warning(root_dir: str) -> str | None:
+    """What to tell the user when the server root holds their home folder: agents then
+    read and write all of it, sandbox or not."""
+    root = os.path.realpath(root_dir)
+    for home in {os.path.realpath(os.path.expanduser("~")), os.path.realpath(_account_home())}:
+        if home and _inside(home, root):
+            return (
+                f"the server root {root} holds the home folder {home}: agents can read and "
+                "write all of it (~/.ssh included); start the server in a project folder"
+            )
+    return None
+
+
 def python_paths(kernel_cmd: list[str]) -> list[str]:
     """Folders the kernel's Python needs to start: this interpreter's prefixes and import
     path (PYTHONPATH and editable installs included), and the kernel executable's prefix."""
@@ -311,14 +324,15 @@ def python_paths(kernel_cmd: list[str]) -> list[str]:
     return sorted(paths)
 
 
-def _clean(paths: list[str]) -> list[str]:
-    """Absolute, symlink-free, existing and distinct paths (bwrap mounts real paths)."""
+def _clean(paths: list[str], *, root_ok: bool = False) -> list[str]:
+    """Absolute, symlink-free, existing and distinct paths (bwrap mounts real paths); "/"
+    only where `root_ok` (a server root of "/" is bound, but never emptied)."""
     out: list[str] = []
     for p in paths:
         if not p:
             continue
         real = os.path.realpath(os.path.expanduser(p))
-        if real != "/" and os.path.exists(real) and real not in out:
+        if (root_ok or real != "/") and os.path.exists(real) and real not in out:
             out.append(real)
     return out
 

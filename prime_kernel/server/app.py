@@ -10,7 +10,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Instance, Type
 
 from ..daemon.daemon import Daemon
-from ..daemon.sandbox import NONE, Sandbox, activate
+from ..daemon.sandbox import NONE, Sandbox, activate, root_warning
 from ..export.redact import config_secrets
 from . import (
     capability_handlers,
@@ -71,6 +71,9 @@ class PrimeApp(ExtensionApp):
             self.log.warning("Prime: %s", line)
         else:
             self.log.info("Prime: %s", line)
+        warning = root_warning(serverapp.root_dir)
+        if warning:
+            self.log.warning("Prime: %s", warning)
         self.settings["prime_sandbox"] = self.sandbox
         self.settings["prime_daemon"] = self.daemon
         # ServerApp creates its event logger before it loads extensions.
