@@ -93,7 +93,6 @@ class PrimeProvisioner(LocalProvisioner):
         assert daemon is not None
         doc: dict[str, Any] = {
             "url": daemon.url,
-            "token": daemon.tokens.mint(self.kernel_id, notebook=not self.agent),
             "agent": self.agent,
             "unpickle_allow": list(self.unpickle_allow),
         }
@@ -104,6 +103,7 @@ class PrimeProvisioner(LocalProvisioner):
             for name in [n for n in env if is_secret_name(n)]:
                 del env[name]
             kwargs["cmd"] = self._sandbox(kwargs["cmd"], kwargs, doc, daemon)
+        doc["token"] = daemon.tokens.mint(self.kernel_id, notebook=not self.agent)
         read_end, write_end = os.pipe()
         os.write(write_end, json.dumps(doc).encode())  # far below a pipe's buffer
         os.close(write_end)
@@ -147,8 +147,15 @@ class PrimeProvisioner(LocalProvisioner):
         return sandbox.command(cmd, layout, cwd=os.path.realpath(cwd), bwrap=probe.bwrap)
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        from .daemon.daemon import current_daemon
+
         try:
             return await super().launch_kernel(cmd, **kwargs)
+        except BaseException:
+            daemon = current_daemon()
+            if daemon is not None:  # nothing holds the token it was given
+                daemon.tokens.revoke(self.kernel_id)
+            raise
         finally:
             # The kernel holds its own copy of the pipe now (or failed to start).
             self._close_boot_fd()

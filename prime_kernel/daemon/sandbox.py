@@ -241,12 +241,16 @@ class Sandbox(LoggingConfigurable):
         hidden = ["/tmp", "/var/tmp", "/run", "/home", *home, *self.hidden_paths]
         if os.environ.get("XDG_RUNTIME_DIR"):
             hidden.append(os.environ["XDG_RUNTIME_DIR"])
-        read_only = [*python_paths, *self.read_only_paths, *private_files]
+        hidden = _clean(hidden)
+        # A Python path that is (or holds) a hidden folder is not the kernel's to see: the
+        # server's sys.path starts with its working folder under `python -m jupyter`.
+        pythons = [p for p in _clean(python_paths) if not any(_inside(h, p) for h in hidden)]
+        read_only = [*pythons, *self.read_only_paths, *private_files]
         resolv = Path("/etc/resolv.conf")
         if resolv.is_symlink():  # often into /run (systemd-resolved), which is hidden
             read_only.append(str(resolv.resolve()))
         return Layout(
-            hidden=_clean(hidden),
+            hidden=hidden,
             sealed=_clean([store_dir, *runtime_dirs]),
             read_only=_clean(read_only),
             writable=_clean([root_dir, *self.writable_paths, *private_dirs], root_ok=True),
@@ -302,8 +306,9 @@ def root_warning(root_dir: str) -> str | None:
     """What to tell the user when the server root holds their home folder: agents then
     read and write all of it, sandbox or not."""
     root = os.path.realpath(root_dir)
-    for home in {os.path.realpath(os.path.expanduser("~")), os.path.realpath(_account_home())}:
-        if home and _inside(home, root):
+    homes = {os.path.realpath(h) for h in (os.path.expanduser("~"), _account_home()) if h}
+    for home in sorted(homes):
+        if _inside(home, root):
             return (
                 f"the server root {root} holds the home folder {home}: agents can read and "
                 "write all of it (~/.ssh included); start the server in a project folder"

@@ -218,7 +218,7 @@ async def test_another_sessions_routes(
     assert found["get"] == 403 and found["cancel"] == 403 and found["wait"] == 403
     assert found["forged_token"] == 401
     assert all(status in (403, "URLError") for status in found["user_api"]), found
-    assert daemon.session_json(victim["id"])["state"] == "RUNNING"
+    assert daemon.session_json(victim["id"])["state"] in ("ADMITTED", "RUNNING")  # untouched
     await daemon.cancel(victim["id"])
 
 

@@ -207,6 +207,20 @@ def test_mounts_come_parents_first(tmp_path: Path):
     assert argv[-3:] == ["python", "-m", "k"]
 
 
+def test_the_servers_working_folder_on_sys_path_does_not_expose_home(tmp_path: Path):
+    home = os.path.expanduser("~")
+    layout = Sandbox().layout(
+        root_dir=str(tmp_path),
+        store_dir=str(tmp_path / ".prime"),
+        runtime_dirs=[],
+        python_paths=[home, "/"],  # `python -m jupyter lab` started in ~
+        private_dirs=[],
+        private_files=[],
+    )
+    assert os.path.realpath(home) in layout.hidden
+    assert os.path.realpath(home) not in layout.read_only and "/" not in layout.read_only
+
+
 def test_detection_says_why_not(tmp_path: Path):
     assert Sandbox(mode="none").probe().mode == "none"
     missing = Sandbox(mode="auto", bwrap_path=str(tmp_path / "no-bwrap")).probe()
