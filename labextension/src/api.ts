@@ -13,6 +13,7 @@ import {
   IRefinement,
   kindUrl
 } from './harnessModel';
+import { ISandboxStatus } from './security';
 import { IEvent, IExportRequest, IExportResult, IModels, INewSession, ISession } from './model';
 
 export class PrimeAPIError extends Error {
@@ -72,6 +73,16 @@ export class PrimeAPI {
       init.headers = { 'Content-Type': 'application/json' };
     }
     return init;
+  }
+
+  /** GET /api/prime/status: how agent kernels are confined here. */
+  async status(): Promise<{ version: string; sandbox: ISandboxStatus }> {
+    return this.request(['status']);
+  }
+
+  /** POST /api/prime/capability: a token that lets `kernelId` start agents. */
+  async capability(kernelId: string): Promise<{ url: string; token: string }> {
+    return this.request(['capability'], this._json('POST', { kernel_id: kernelId }));
   }
 
   async listSessions(filters: { state?: string; root?: string } = {}): Promise<ISession[]> {

@@ -42,6 +42,7 @@ import {
   sessionLabel
 } from './model';
 import { AgentsPanel } from './panel';
+import { answerCapabilityRequests, sandboxBadge } from './security';
 import { SessionView } from './session';
 import { AgentsStore } from './store';
 
@@ -215,6 +216,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
         name: w => w.content.sessionId
       });
     }
+    void api
+      .status()
+      .then(status => panel.addToolbarItem('sandbox', sandboxBadge(status.sandbox)))
+      .catch(() => undefined); // an older server: no badge
+    answerCapabilityRequests(app, api);
     void store.harnessAvailable().then(ok => {
       harness = ok;
       commands.notifyCommandChanged(CommandIDs.refine);

@@ -14,7 +14,8 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -135,6 +136,21 @@ class _Collector:
         self.result.stored_bytes += keep
         self.result.dropped_bytes += len(text) - keep
         return text[:keep]
+
+
+# Set while the pool starts a kernel: the Prime provisioner then launches it as an agent kernel
+# (sandboxed, its token good only for the session it will serve, never for a notebook).
+agent_launch: ContextVar[bool] = ContextVar("prime_agent_launch", default=False)
+
+
+@contextlib.contextmanager
+def agent_kernels() -> Iterator[None]:
+    """Kernels started inside this block serve agent sessions."""
+    reset = agent_launch.set(True)
+    try:
+        yield
+    finally:
+        agent_launch.reset(reset)
 
 
 # Asked of the kernel after every agent cell (in the same execute request, so no extra round
@@ -401,9 +417,12 @@ class KernelPool:
         self.on_start: Callable[[KernelRunner], None] | None = None
 
     async def start_kernel(self) -> KernelRunner:
-        kernel_id = await _maybe_await(
-            self.kernel_manager.start_kernel(kernel_name=self.kernel_name, **self.start_kwargs())
-        )
+        with agent_kernels():
+            kernel_id = await _maybe_await(
+                self.kernel_manager.start_kernel(
+                    kernel_name=self.kernel_name, **self.start_kwargs()
+                )
+            )
         runner = KernelRunner(self.kernel_manager, kernel_id, **self.runner_kwargs)
         if self.on_start is not None:
             self.on_start(runner)

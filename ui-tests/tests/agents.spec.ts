@@ -458,3 +458,44 @@ test('harness: browse, open in the editor, edit a global entry (conflict, reload
   await expect(view.locator('.jp-PrimeHarness-entry[data-entry-id="check-results"]')).toHaveCount(1);
   await expect(view.locator('.jp-PrimeHarness-entry[data-entry-id="doubling"]')).toHaveCount(0);
 });
+
+test('the panel shows the sandbox mode, and %load_ext in a plain Python console gets a capability', async ({
+  page,
+  request
+}) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  const status = await (await request.get('/api/prime/status')).json();
+  const badge = page.locator('.jp-PrimeAgents-sandbox');
+  await expect(badge).toHaveText(status.sandbox.mode === 'bwrap' ? 'sandboxed' : 'no sandbox');
+  await expect(badge).toHaveAttribute('title', /Protects:/);
+
+  // A console on the plain python3 kernel: no capability until %load_ext asks for one, which
+  // the extension answers; from the next cell on, rlm() works.
+  const out = await page.evaluate(async () => {
+    const app = (window as any).jupyterapp;
+    const widget = await app.commands.execute('console:create', {
+      kernelPreference: { name: 'python3' }
+    });
+    await widget.sessionContext.ready;
+    const kernel = widget.sessionContext.session.kernel;
+    const execute = async (code: string) => {
+      let text = '';
+      const future = kernel.requestExecute({ code });
+      future.onIOPub = (msg: any) => {
+        const c = msg.content;
+        text += c.text || c.data?.['text/plain'] || (c.ename ? `${c.ename}: ${c.evalue}` : '');
+      };
+      await future.done;
+      return text;
+    };
+    await execute('%load_ext prime_kernel');
+    // The answer arrives over the comm after that cell; a person's next cell comes later.
+    const check = 'import prime_kernel.kernel.client as c; bool(c.credentials()[1])';
+    for (let i = 0; i < 50 && (await execute(check)) !== 'True'; i++) {
+      await new Promise(resolve => setTimeout(resolve, 100));
+    }
+    return execute("rlm('double 21', model='scripted/ui-child').result(timeout=60)");
+  });
+  expect(out).toBe('42');
+});
