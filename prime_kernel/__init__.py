@@ -21,10 +21,17 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """`%load_ext prime_kernel`: put the rlm primitives in the user namespace."""
+    """`%load_ext prime_kernel`: put the rlm primitives in the user namespace, and in a
+    kernel that holds no capability yet, ask the frontend for one."""
+    from .kernel.client import credentials
     from .kernel.primitives import install
 
     install(ipython)
+    url, token = credentials()
+    if not (url and token) and getattr(ipython, "kernel", None) is not None:
+        from .kernel import capability
+
+        capability.request()
 
 
 def unload_ipython_extension(ipython: Any) -> None:

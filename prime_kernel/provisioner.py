@@ -1,37 +1,155 @@
 """A kernel provisioner that connects each kernel it launches to the Prime daemon.
 
-Registered under the `jupyter_client.kernel_provisioners` entry point as `prime-provisioner`.
-It is a `LocalProvisioner` that, when a daemon runs in this process (the jupyter_server
-extension or `prime-agent`), puts the daemon's URL and a capability token minted for this very
-kernel into the kernel's environment. The token is how the daemon knows who calls; a kernel
-started with no daemon around behaves exactly like a plain local kernel.
+Registered under the `jupyter_client.kernel_provisioners` entry point as `prime-provisioner`
+and named by the "Prime Agent" kernelspec. It is a `LocalProvisioner` that, when a daemon runs
+in this process (the jupyter_server extension or `prime-agent`):
+
+- puts the kernel on ZMQ's IPC transport, its sockets in a private folder of its own: no TCP
+  port, nothing another kernel can reach;
+- pipes the kernel a boot document (prime_kernel/kernel/boot.py) with the daemon's URL and a
+  capability token minted for this very kernel; the token is in no environment and on no
+  command line;
+- for agent kernels (those the daemon starts, see `agent_kernels()`): leaves provider keys out
+  of the environment, asks for resource limits and, where it works, wraps the kernel in the
+  bubblewrap sandbox (prime_kernel/daemon/sandbox.py).
+
+A kernel started with no daemon around behaves exactly like a plain local kernel.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 from typing import Any
 
+from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
+from traitlets import List, Unicode
 
-URL_ENV = "PRIME_URL"
-TOKEN_ENV = "PRIME_TOKEN"
+from .daemon import private
+from .daemon import sandbox as sandbox_mod
+from .daemon.kernels import agent_launch
+from .kernel.boot import BOOT_FD_ENV
+from .protocol.wire import TOKEN_ENV, URL_ENV
 
 
 class PrimeProvisioner(LocalProvisioner):
+    unpickle_allow = List(
+        Unicode(),
+        config=True,
+        help="More 'module.Name' classes or functions every Prime kernel may unpickle from "
+        "another session (answers, contexts), beyond plain data, numpy and pandas types.",
+    )
+
+    # Set at the first launch and kept across restarts: a restarted agent kernel stays one.
+    _agent: bool | None = None
+    _sandboxed = False
+    _boot_fd: int | None = None
+
+    @property
+    def agent(self) -> bool:
+        return bool(self._agent)
+
+    @property
+    def sandboxed(self) -> bool:
+        return self._sandboxed
+
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         from .daemon.daemon import current_daemon
 
-        kwargs = await super().pre_launch(**kwargs)
+        if self._agent is None:
+            self._agent = agent_launch.get()
         daemon = current_daemon()
-        env = dict(kwargs.get("env") or {})
-        # Never let a token leak in from the server's own environment.
-        env.pop(TOKEN_ENV, None)
-        env.pop(URL_ENV, None)
-        if daemon is not None and daemon.url:
-            env[URL_ENV] = daemon.url
-            env[TOKEN_ENV] = daemon.tokens.mint(self.kernel_id)
-        kwargs["env"] = env
+        connected = daemon is not None and bool(daemon.url)
+        km = self.parent
+        if connected and km is not None:
+            # Before the connection file is written: IPC sockets in a private folder.
+            km.transport = "ipc"
+            km.ip = str(private.kernel_dir(self.kernel_id) / "s")
+            km.cache_ports = False
+        kwargs = await super().pre_launch(**kwargs)
+        env = kwargs["env"]
+        # Never let a capability leak in from the server's own environment.
+        for name in (TOKEN_ENV, URL_ENV, BOOT_FD_ENV):
+            env.pop(name, None)
+        if not connected:
+            return kwargs
+        assert daemon is not None
+        doc: dict[str, Any] = {
+            "url": daemon.url,
+            "agent": self.agent,
+            "unpickle_allow": list(self.unpickle_allow),
+        }
+        if self.agent:
+            from .util.redact import is_secret_name
+
+            # Agents call models through the daemon; they never need a provider key.
+            for name in [n for n in env if is_secret_name(n)]:
+                del env[name]
+            kwargs["cmd"] = self._sandbox(kwargs["cmd"], kwargs, doc, daemon)
+        doc["token"] = daemon.tokens.mint(self.kernel_id, notebook=not self.agent)
+        read_end, write_end = os.pipe()
+        os.write(write_end, json.dumps(doc).encode())  # far below a pipe's buffer
+        os.close(write_end)
+        self._close_boot_fd()
+        self._boot_fd = read_end
+        env[BOOT_FD_ENV] = str(read_end)
+        kwargs["pass_fds"] = (*kwargs.get("pass_fds", ()), read_end)
         return kwargs
+
+    def _sandbox(
+        self, cmd: list[str], kwargs: dict[str, Any], doc: dict[str, Any], daemon: Any
+    ) -> list[str]:
+        sandbox = sandbox_mod.active()
+        if sandbox is None:
+            self._sandboxed = False
+            return cmd
+        probe = sandbox.probe()
+        self._sandboxed = probe.mode == sandbox_mod.BWRAP
+        doc["limits"] = sandbox.limits(self._sandboxed)
+        if not self._sandboxed:
+            return cmd
+        if probe.bwrap is None:
+            raise RuntimeError(f"the agent kernel sandbox is required but {probe.reason}")
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        km = self.parent
+        connection_file = getattr(km, "connection_file", "")
+        # The runtime folder holds every kernel's connection file and the server's
+        # jpserver-<pid>.json (its token): sealed, with only this kernel's file bound back.
+        runtime = {jupyter_runtime_dir(), os.path.dirname(connection_file)}
+        root = str(daemon.root_dir)
+        cwd = str(kwargs.get("cwd") or root)
+        layout = sandbox.layout(
+            root_dir=root,
+            store_dir=str(daemon.store_dir),
+            runtime_dirs=sorted(runtime),
+            python_paths=sandbox_mod.python_paths(cmd),
+            private_dirs=[str(private.kernel_dir(self.kernel_id))],
+            private_files=[connection_file, str(private.socket_path())],
+        )
+        return sandbox.command(cmd, layout, cwd=os.path.realpath(cwd), bwrap=probe.bwrap)
+
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        from .daemon.daemon import current_daemon
+
+        try:
+            return await super().launch_kernel(cmd, **kwargs)
+        except BaseException:
+            daemon = current_daemon()
+            if daemon is not None:  # nothing holds the token it was given
+                daemon.tokens.revoke(self.kernel_id)
+            raise
+        finally:
+            # The kernel holds its own copy of the pipe now (or failed to start).
+            self._close_boot_fd()
+
+    def _close_boot_fd(self) -> None:
+        if self._boot_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._boot_fd)
+            self._boot_fd = None
 
     async def cleanup(self, restart: bool = False) -> None:
         from .daemon.daemon import current_daemon
@@ -39,4 +157,7 @@ class PrimeProvisioner(LocalProvisioner):
         daemon = current_daemon()
         if daemon is not None and not restart:
             daemon.tokens.revoke(self.kernel_id)
+        self._close_boot_fd()
         await super().cleanup(restart=restart)
+        if not restart:
+            private.remove_kernel_dir(self.kernel_id)

@@ -116,6 +116,33 @@ class UserKernel:
         return "".join(o.get("text", "") for o in result.outputs if o["output_type"] == "stream")
 
 
+async def grant_capability(jp_fetch: Any, kernel: UserKernel) -> dict[str, Any]:
+    """Do what JupyterLab's Agents extension does when a kernel runs `%load_ext
+    prime_kernel`: ask the server for a capability as the user and send it over the comm."""
+    from prime_kernel.kernel.capability import TARGET
+
+    comm_id = (
+        await kernel.value(
+            "from comm import get_comm_manager as __g\n"
+            f"[c.comm_id for c in __g().comms.values() if c.target_name == {TARGET!r}][-1]"
+        )
+    ).strip("'")
+    resp = await jp_fetch(
+        "api",
+        "prime",
+        "capability",
+        method="POST",
+        body=json.dumps({"kernel_id": kernel.kernel_id}),
+    )
+    grant = json.loads(resp.body)
+    client = kernel.runner.client
+    msg = client.session.msg(
+        "comm_msg", {"comm_id": comm_id, "data": {"url": grant["url"], "token": grant["token"]}}
+    )
+    client.shell_channel.send(msg)
+    return dict(grant)
+
+
 @pytest.fixture
 def user_kernel(daemon: Daemon, jp_asyncio_loop: Any) -> Iterator[Callable[..., Any]]:
     """Start kernels as the Jupyter frontend would (`kernel_name` defaults to Prime Agent)."""
@@ -132,6 +159,30 @@ def user_kernel(daemon: Daemon, jp_asyncio_loop: Any) -> Iterator[Callable[..., 
     yield start
     for kernel in started:
         jp_asyncio_loop.run_until_complete(kernel.runner.stop())
+
+
+# Agent (or notebook) code that sends a raw request to the daemon's kernel API with this
+# kernel's own capability (or `token=`), as forging code would: `raw_request(method, path,
+# body=None, token=None) -> (status, json body)`. Prepend it to a cell's code.
+RAW_REQUEST = """
+def raw_request(method, path, body=None, token=None):
+    import http.client, json as _json, socket, urllib.parse
+    from prime_kernel.kernel.client import credentials
+    url, own = credentials()
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection("localhost", timeout=60)
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(urllib.parse.unquote(parts.netloc))
+    conn.sock = sock
+    data = None if body is None else _json.dumps(body).encode()
+    headers = {"X-Prime-Token": own if token is None else token}
+    headers["Content-Type"] = "application/json"
+    conn.request(method, parts.path.rstrip("/") + "/api/prime/kernel/" + path, data, headers)
+    resp = conn.getresponse()
+    payload = resp.read()
+    conn.close()
+    return resp.status, (_json.loads(payload) if payload else None)
+"""
 
 
 async def wait_for(predicate: Callable[[], Any], timeout: float = 60) -> None:

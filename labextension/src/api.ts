@@ -17,6 +17,7 @@ import {
 } from './harnessData';
 import {
   CancelResult,
+  CapabilityRequest,
   CreateSession,
   ExportRequest,
   ExportResult,
@@ -25,6 +26,7 @@ import {
   SessionList,
   TrajectoryEvent
 } from './protocol';
+import type { IServerStatus } from './security';
 
 export class PrimeAPIError extends Error {
   constructor(
@@ -92,6 +94,17 @@ export class PrimeAPI {
       init.headers = { 'Content-Type': 'application/json' };
     }
     return init;
+  }
+
+  /** GET /api/prime/status: how agent kernels are confined here. */
+  status(): Promise<IServerStatus> {
+    return this.request<IServerStatus>(['status']);
+  }
+
+  /** POST /api/prime/capability: a token that lets `kernelId` start agents. */
+  capability(kernelId: string): Promise<{ url: string; token: string }> {
+    const body: CapabilityRequest = { kernel_id: kernelId };
+    return this.request(['capability'], this._json('POST', body));
   }
 
   /**

@@ -20,6 +20,7 @@ import { DOMAIN } from './i18n';
 import { agentsIcon } from './icons';
 import { AgentsPanel } from './panel';
 import { EventRendererRegistry } from './renderers';
+import { answerCapabilityRequests, sandboxBadge } from './security';
 import { SessionView } from './session';
 import { SessionModel } from './sessionModel';
 import { SessionsModel } from './sessionsModel';
@@ -338,4 +339,22 @@ const sessionCommands: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [api, settings, sessions, renderers, panel, sessionViews, harness, sessionCommands];
+const security: JupyterFrontEndPlugin<void> = {
+  id: 'prime-kernel:security',
+  description: 'The sandbox badge of the Agents panel, and capabilities for notebooks that ask for agents.',
+  autoStart: true,
+  requires: [IPrimeAPI],
+  optional: [ITranslator, IPrimeAgentsPanel],
+  activate: (app: JupyterFrontEnd, client: IPrimeAPI, translator: ITranslator | null, agents: IPrimeAgentsPanel | null) => {
+    const trans = bundle(translator);
+    if (agents) {
+      void client
+        .status()
+        .then(status => agents.addToolbarItem('sandbox', sandboxBadge(status.sandbox, trans)))
+        .catch(() => undefined); // an older server: no badge
+    }
+    answerCapabilityRequests(app, client);
+  }
+};
+
+export default [api, settings, sessions, renderers, panel, sessionViews, harness, sessionCommands, security];

@@ -398,6 +398,12 @@ export interface Budget {
   turns?: number;
 }
 
+/** POST /api/prime/capability: a person lets one of their kernels start agents (`%load_ext prime_kernel`). */
+export interface CapabilityRequest {
+  /** A kernel of this server. */
+  kernel_id: string;
+}
+
 /** POST /api/prime/kernel/sessions: rlm() from a kernel starts a child of the calling session. */
 export interface CreateChild {
   /** The task. */

@@ -75,7 +75,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     daemon = offline_daemon(args.root) if info is None else None
     # The daemon scrubbed every secret it knew before it stored anything; keys in this
     # process's environment are blanked out again here.
-    secrets = daemon.scrubber.secrets() if daemon is not None else environment_secrets()
+    secrets = daemon.secrets() if daemon is not None else environment_secrets()
     exporter = NotebookExporter(redactor=Redactor(secrets))
     source: Any = daemon if daemon is not None else RestSource(info or {})
     try:

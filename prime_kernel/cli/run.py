@@ -54,13 +54,14 @@ def make_server(root: Path, extra_argv: list[str]) -> Any:
 
     config = Config()
     config.ServerApp.jpserver_extensions = {"prime_kernel": True}
+    # In the config, never on a command line: /proc/<pid>/cmdline is readable by everyone.
+    config.IdentityProvider.token = secrets.token_hex(24)
     app = ServerApp(config=config)
     argv = [
         f"--ServerApp.root_dir={root}",
         "--ServerApp.ip=127.0.0.1",
         "--ServerApp.port=0",
         "--ServerApp.open_browser=False",
-        f"--IdentityProvider.token={secrets.token_hex(24)}",
         "--ServerApp.log_level=WARN",
         *extra_argv,
     ]
@@ -191,10 +192,11 @@ async def _run_session(app: Any, args: argparse.Namespace) -> dict[str, Any]:
         daemon.remove_listener(progress)
     result = daemon.session_json(sid)
     if result.get("has_answer"):
-        import pickle
+        from ..kernel import safe_pickle
 
+        # The agent's pickle is untrusted: allow-listed types only, else its repr.
         try:
-            result["answer"] = pickle.loads(await daemon.answer_bytes(sid))
+            result["answer"] = safe_pickle.loads(await daemon.answer_bytes(sid))
         except Exception:
             result["answer"] = result.get("answer_repr")
     result["store"] = str(daemon.store.directory)

@@ -45,6 +45,7 @@ from ..protocol.errors import (
 from ..protocol.events import EventKind
 from ..protocol.states import TERMINAL, SessionKind, SessionState
 from ..util.files import new_id
+from ..util.redact import Scrubber, daemon_secrets
 from . import usage as usage_mod
 from .accounting import Accounting
 from .compaction import compact_if_needed
@@ -61,7 +62,6 @@ from .recovery import Recovery
 from .refining import Refiner
 from .registry import SessionRegistry
 from .scheduler import Scheduler
-from .secrets import Scrubber
 from .session import Conversation, LiveSession
 from .store import SqliteStore, Store
 from .tokens import TokenRegistry
@@ -222,8 +222,6 @@ class Daemon(LoggingConfigurable):
 
     kernel_manager = Instance(AsyncMultiKernelManager, allow_none=True)
     url = Unicode("", help="Base URL kernels call back to (set by the server adapter).")
-    # Secrets of the process hosting the daemon that no record may carry (the server's token).
-    host_secrets = Instance(set, kw={}, help="Extra secrets to scrub (set by the adapter).")
 
     @default("store_dir")
     def _default_store_dir(self) -> str:
@@ -236,8 +234,9 @@ class Daemon(LoggingConfigurable):
         make_store: Callable[[str], Store] = self.store_class
         self.store = make_store(self.store_dir)
         self.registry = SessionRegistry()
-        self.scrubber = Scrubber(self)
-        self.event_log = EventLog(self.store, scrub=self.scrubber.value)
+        # Every secret the daemon knows, blanked out of whatever it records (see util/redact).
+        self.scrubber = Scrubber(config=[self.model_kwargs, self.config])
+        self.event_log = EventLog(self.store, scrub=self.scrub)
         self.accounting = Accounting(self.registry)
         self.lifecycle = Lifecycle(self.registry, self.event_log, self.accounting)
         self.scheduler = Scheduler(self.max_concurrent)
@@ -340,6 +339,14 @@ class Daemon(LoggingConfigurable):
 
     def remove_listener(self, listener: Listener) -> None:
         self.event_log.remove_listener(listener)
+
+    def scrub(self, value: Any) -> Any:
+        """`value` without any secret the daemon knows (tokens, keys, the server's token)."""
+        return self.scrubber.scrub(value, self.tokens.live_tokens())
+
+    def secrets(self) -> set[str]:
+        """Every secret the daemon knows now (an export redacts them all)."""
+        return daemon_secrets(self)
 
     def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
         return self.event_log.emit(live.record, kind, data)
@@ -565,6 +572,9 @@ class Daemon(LoggingConfigurable):
             )
         session_id = self.tokens.session_for_kernel(kernel_id)
         if session_id is None:
+            if not self.tokens.may_be_notebook(kernel_id):
+                # A pool kernel's token (stolen, or used before its session starts).
+                raise Forbidden("this kernel does not serve a session (yet)")
             live = await self.notebook_session(kernel_id)
         else:
             live = self.live.get(session_id)  # type: ignore[assignment]
@@ -809,6 +819,7 @@ class Daemon(LoggingConfigurable):
         runner = live.runner
         if runner is None:
             raise PrimeError("the session has no kernel")
+        live.held = []
         try:
             result = await runner.execute(
                 code,
@@ -821,12 +832,14 @@ class Daemon(LoggingConfigurable):
             with contextlib.suppress(Exception):
                 await asyncio.shield(runner.interrupt())
             self.emit(live, EventKind.CELL, CellResult(code=code, status="cancelled").to_json())
+            self._release_held(live)
             raise
         self.accounting.add(live.record, cells=1, kernel_time=result.duration)
         self._scrub(result)
         if result.names is not None:
             live.repl_names = result.names
         self.emit(live, EventKind.CELL, result.to_json("agent"))
+        self._release_held(live)
         if result.status in ("died", "killed"):
             await self._replace_kernel(live, result)
         elif self._snapshot_due(live):
@@ -856,6 +869,11 @@ class Daemon(LoggingConfigurable):
         )
         await self.snapshots.restore(live, why)
 
+    def _release_held(self, live: LiveSession) -> None:
+        held, live.held = live.held or [], None
+        for kind, data in held:
+            self.emit(live, kind, data)
+
     def _snapshot_due(self, live: LiveSession) -> bool:
         """Whether to snapshot at this turn boundary: while snapshots stay a small share of the
         session's time (`snapshot_overhead`)."""
@@ -867,8 +885,9 @@ class Daemon(LoggingConfigurable):
     def _scrub(self, cell: CellResult) -> None:
         """Blank out secrets in a cell before it is stored or shown to a model: agent code can
         print its own token, a key from the environment, or the server's token."""
-        cell.code = self.scrubber.text(cell.code)
-        cell.outputs = self.scrubber.value(cell.outputs)
+        redactor = self.scrubber.redactor(self.tokens.live_tokens())
+        cell.code = redactor.text(cell.code)
+        cell.outputs = redactor.value(cell.outputs)
 
     def _on_user_cell(self, live: LiveSession, cell: CellResult) -> None:
         self._scrub(cell)
@@ -892,9 +911,13 @@ class Daemon(LoggingConfigurable):
         if not live.record.is_agent:
             raise Forbidden("answer() is for agent sessions; this kernel is not running one")
         live.answered = True
-        text = self.scrubber.text(text)
+        text = self.scrub(text)
         live.record.update(answer_repr=text, answer_blob=blob)
-        self.emit(live, EventKind.ANSWER, {"repr": text, "kind": kind})
+        event = {"repr": text, "kind": kind}
+        if live.held is not None:
+            live.held.append((EventKind.ANSWER, event))  # after the cell that answered
+        else:
+            self.emit(live, EventKind.ANSWER, event)
         if live.state == SessionState.IDLE:
             live.settled.set()
 

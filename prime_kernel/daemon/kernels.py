@@ -14,7 +14,8 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -137,6 +138,21 @@ class _Collector:
         return text[:keep]
 
 
+# Set while the pool starts a kernel: the Prime provisioner then launches it as an agent kernel
+# (sandboxed, its token good only for the session it will serve, never for a notebook).
+agent_launch: ContextVar[bool] = ContextVar("prime_agent_launch", default=False)
+
+
+@contextlib.contextmanager
+def agent_kernels() -> Iterator[None]:
+    """Kernels started inside this block serve agent sessions."""
+    reset = agent_launch.set(True)
+    try:
+        yield
+    finally:
+        agent_launch.reset(reset)
+
+
 # Asked of the kernel after every agent cell (in the same execute request, so no extra round
 # trip): the names in its namespace, to say later what a restore from a snapshot lost.
 NAMES_EXPRESSION = "__import__('prime_kernel.kernel.snapshot', fromlist=['names']).names()"
@@ -198,8 +214,8 @@ class KernelRunner:
         # The daemon watches its kernels itself and decides what a death means for the session
         # (told to the model, REPL restored); the manager's silent auto-restart must not run.
         km = self.km
+        km.stop_restarter()  # a no-op once autorestart is off: stop it first
         km.autorestart = False
-        km.stop_restarter()
         # No heartbeat channel: the kernel's process is watched instead, and the heartbeat
         # poller blocks the event loop for seconds at a time.
         self.client.start_channels(hb=False)
@@ -401,9 +417,12 @@ class KernelPool:
         self.on_start: Callable[[KernelRunner], None] | None = None
 
     async def start_kernel(self) -> KernelRunner:
-        kernel_id = await _maybe_await(
-            self.kernel_manager.start_kernel(kernel_name=self.kernel_name, **self.start_kwargs())
-        )
+        with agent_kernels():
+            kernel_id = await _maybe_await(
+                self.kernel_manager.start_kernel(
+                    kernel_name=self.kernel_name, **self.start_kwargs()
+                )
+            )
         runner = KernelRunner(self.kernel_manager, kernel_id, **self.runner_kwargs)
         if self.on_start is not None:
             self.on_start(runner)

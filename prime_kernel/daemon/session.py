@@ -79,6 +79,9 @@ class LiveSession:
     repl_names: list[str] = field(default_factory=list)
     last_snapshot: float = 0.0
     snapshot_cost: float = 0.0
+    # Events made while an agent cell runs (its `answer`), recorded after that cell's event so
+    # every view shows the answer after the cell that produced it.
+    held: list[tuple[Any, dict[str, Any]]] | None = None
     # Why the REPL must be restored from its latest snapshot once a kernel is attached (a
     # revived INACTIVE session, a session resumed after a restart); None: start empty.
     restore_reason: str | None = None

@@ -18,19 +18,25 @@ class TokenRegistry:
         self._by_token: dict[str, str] = {}
         self._by_kernel: dict[str, str] = {}
         self._session_of: dict[str, str] = {}
-        # Bumped whenever the set of live tokens changes (scrubbers rebuild their matcher).
-        self.version = 0
+        self._notebooks: set[str] = set()
 
-    def mint(self, kernel_id: str) -> str:
-        """A fresh token for `kernel_id`; an earlier token of the same kernel stops working."""
+    def mint(self, kernel_id: str, *, notebook: bool = False) -> str:
+        """A fresh token for `kernel_id`; an earlier token of the same kernel stops working.
+
+        Only a `notebook` kernel (one a person started, or asked agents for) may stand for a
+        notebook session; an agent kernel's token acts only for the session it is bound to.
+        """
         token = secrets.token_urlsafe(32)
         with self._lock:
+            if notebook:
+                self._notebooks.add(kernel_id)
+            else:
+                self._notebooks.discard(kernel_id)
             old = self._by_kernel.pop(kernel_id, None)
             if old:
                 self._by_token.pop(old, None)
             self._by_token[token] = kernel_id
             self._by_kernel[kernel_id] = token
-            self.version += 1
         return token
 
     def kernel_for(self, token: str | None) -> str | None:
@@ -53,6 +59,15 @@ class TokenRegistry:
         with self._lock:
             self._session_of[kernel_id] = session_id
 
+    def holds(self, kernel_id: str) -> bool:
+        """Whether `kernel_id` has a token (its provisioner minted one, or a grant did)."""
+        with self._lock:
+            return kernel_id in self._by_kernel
+
+    def may_be_notebook(self, kernel_id: str) -> bool:
+        with self._lock:
+            return kernel_id in self._notebooks
+
     def session_for_kernel(self, kernel_id: str) -> str | None:
         with self._lock:
             return self._session_of.get(kernel_id)
@@ -62,5 +77,5 @@ class TokenRegistry:
             token = self._by_kernel.pop(kernel_id, None)
             if token:
                 self._by_token.pop(token, None)
-                self.version += 1
             self._session_of.pop(kernel_id, None)
+            self._notebooks.discard(kernel_id)

@@ -78,23 +78,30 @@ def default_target(session_id: str, subtree: bool) -> str:
 
 
 def under_root(
-    root: str | os.PathLike[str], path: str, *, store: str | os.PathLike[str] | None = None
+    root: str | os.PathLike[str],
+    path: str,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    what: str = "an export",
 ) -> Path:
-    """`path` (relative to `root`, or absolute) resolved, refused if it leaves `root` or
-    enters the daemon's own `store` (an export must never replace the database or the
-    versioned harness files)."""
+    """`path` (relative to `root`, or absolute) resolved, symlinks included, refused if it
+    leaves `root` or enters the daemon's own `store` (an export must never replace the
+    database or the versioned harness files, nor an import read them). Every path a request
+    names goes through here: a JupyterHub deployment relies on the root being the limit."""
     if not isinstance(path, str) or not path.strip():
-        raise PrimeError("the export path must be a non-empty string")
+        raise PrimeError(f"the path of {what} must be a non-empty string")
+    if "\x00" in path:
+        raise PrimeError(f"the path of {what} contains a NUL character")
     base = Path(root).resolve()
     target = (base / path).resolve()
     if target != base and base not in target.parents:
-        raise Forbidden(f"{path!r} is outside the server root; exports are written under it")
+        raise Forbidden(f"{path!r} is outside the server root; {what} must stay under it")
     if target == base:
-        raise PrimeError("the export path names the server root itself; give a file or folder")
+        raise PrimeError(f"the path of {what} names the server root itself; give a file or folder")
     if store is not None:
         private = Path(store).resolve()
         if target == private or private in target.parents:
-            raise Forbidden(f"{path!r} is inside the daemon's store ({private}); write elsewhere")
+            raise Forbidden(f"{path!r} is inside the daemon's store ({private}); use another path")
     return target
 
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from ipykernel.kernelapp import IPKernelApp
-from traitlets.config import Config
-
 
 def main() -> None:
+    # Before IPython is imported: take the capability and apply the limits first.
+    from .boot import boot
+
+    boot()
+
+    from traitlets.config import Config
+
+    from .app import PrimeKernelApp
+
     config = Config()
     config.InteractiveShellApp.extensions = ["prime_kernel"]
-    IPKernelApp.launch_instance(config=config)
+    PrimeKernelApp.launch_instance(config=config)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,21 @@
 """HTTP client from a kernel to the daemon. Stdlib only: a kernel must start fast.
 
-The daemon URL and this kernel's capability token come from the environment our provisioner
-set (`PRIME_URL`, `PRIME_TOKEN`). The daemon derives who is calling from the token alone.
+The daemon's URL and this kernel's capability token come from the boot document the
+provisioner piped to the kernel (prime_kernel/kernel/boot.py), or from a capability the user's
+frontend obtained for it (`%load_ext prime_kernel` in another kernel), or, for kernels started
+by hand, from `PRIME_URL` and `PRIME_TOKEN`. The daemon derives who is calling from the token
+alone. The URL is usually `http+unix://<socket path, %-encoded>/<base url>`: the daemon's
+kernel API on a Unix socket in a private folder (bound into sandboxed kernels).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
-import urllib.error
+import socket
+import threading
 import urllib.parse
-import urllib.request
 from typing import Any
 
 # The protocol package is stdlib only, like this one: every error the daemon reports arrives
@@ -45,23 +50,86 @@ __all__ = [
 ]
 
 
+_lock = threading.Lock()
+_credentials: tuple[str, str] | None = None
+
+
+def connect(url: str, token: str) -> None:
+    """Use `url` and `token` for every call from this process (set once at boot, or when the
+    frontend answers a capability request)."""
+    global _credentials
+    with _lock:
+        _credentials = (url, token)
+
+
+def credentials() -> tuple[str, str]:
+    """The daemon URL and token of this process ('' where there are none)."""
+    global _credentials
+    with _lock:
+        if _credentials is not None:
+            return _credentials
+    from . import boot
+
+    doc = boot.read()  # a kernel not started by `python -m prime_kernel.kernel`
+    if doc is not None:
+        boot.apply(doc)
+    with _lock:
+        if _credentials is None:
+            _credentials = (os.environ.get(URL_ENV, ""), os.environ.get(TOKEN_ENV, ""))
+        return _credentials
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
 class DaemonClient:
     def __init__(self, url: str | None = None, token: str | None = None) -> None:
-        self.url = url if url is not None else os.environ.get(URL_ENV, "")
-        self.token = token if token is not None else os.environ.get(TOKEN_ENV, "")
+        self._url = url
+        self._token = token
 
-    def _endpoint(self, path: str, query: dict[str, Any] | None = None) -> str:
-        if not self.url or not self.token:
+    @property
+    def url(self) -> str:
+        return self._url if self._url is not None else credentials()[0]
+
+    @property
+    def token(self) -> str:
+        return self._token if self._token is not None else credentials()[1]
+
+    def _connection(self, timeout: float) -> tuple[http.client.HTTPConnection, str]:
+        url, token = self.url, self.token
+        if not url or not token:
+            from .capability import status
+
             raise NotConnected(
-                "this kernel is not connected to a Prime daemon (PRIME_URL/PRIME_TOKEN are not "
-                "set): start it from a Jupyter server with the prime_kernel extension enabled, "
-                "e.g. the 'Prime Agent' kernel, or any kernel of `jupyter lab` after "
-                "`pip install prime_kernel`"
+                status()
+                or "this kernel is not connected to a Prime daemon: use the 'Prime Agent' "
+                "kernel of a Jupyter server with the prime_kernel extension, or run "
+                "`%load_ext prime_kernel` in this kernel from JupyterLab (its Agents extension "
+                "asks the server for a capability for you), then call again"
             )
-        url = self.url.rstrip("/") + KERNEL_API + "/" + path.lstrip("/")
-        if query:
-            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
-        return url
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme == "http+unix":
+            conn: http.client.HTTPConnection = _UnixConnection(
+                urllib.parse.unquote(parts.netloc), timeout
+            )
+        elif parts.scheme == "https":
+            conn = http.client.HTTPSConnection(parts.netloc, timeout=timeout)
+        else:
+            conn = http.client.HTTPConnection(parts.netloc, timeout=timeout)
+        return conn, parts.path
 
     def request(
         self,
@@ -74,7 +142,12 @@ class DaemonClient:
         timeout: float = 60,
         binary: bool = False,
     ) -> Any:
-        url = self._endpoint(path, query)
+        conn, base = self._connection(timeout)
+        target = base.rstrip("/") + KERNEL_API + "/" + path.lstrip("/")
+        if query:
+            target += "?" + urllib.parse.urlencode(
+                {k: v for k, v in query.items() if v is not None}
+            )
         headers = {TOKEN_HEADER: self.token}
         data: bytes | None = None
         if raw is not None:
@@ -83,31 +156,30 @@ class DaemonClient:
         elif body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-        req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                payload = resp.read()
-        except urllib.error.HTTPError as e:
-            raise _error_from(e) from None
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise DaemonUnreachable(
-                f"cannot reach the Prime daemon at {self.url}: {reason}"
-            ) from None
+            conn.request(method, target, body=data, headers=headers)
+            resp = conn.getresponse()
+            payload = resp.read()
+        except (OSError, http.client.HTTPException) as e:
+            raise DaemonUnreachable(f"cannot reach the Prime daemon at {self.url}: {e}") from None
+        finally:
+            conn.close()
+        if resp.status >= 400:
+            raise _error_from(resp.status, resp.reason, payload)
         if binary:
             return payload
         return json.loads(payload) if payload else None
 
 
-def _error_from(e: urllib.error.HTTPError) -> PrimeError:
+def _error_from(status: int, reason: str, payload: bytes) -> PrimeError:
     try:
-        body = json.loads(e.read() or b"{}")
+        body = json.loads(payload or b"{}")
     except ValueError:
         body = {}
     if not isinstance(body, dict):
         body = {}
-    error = from_json({"message": f"HTTP {e.code} {e.reason}", **body}, status=e.code)
-    if e.code == 401:
+    error = from_json({"message": f"HTTP {status} {reason}", **body}, status=status)
+    if status == 401:
         error = type(error)(
             f"the daemon refused this kernel's token: {error.message}", **error.data
         )

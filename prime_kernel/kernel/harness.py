@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 import types
 import urllib.parse
@@ -148,6 +150,31 @@ class Harness:
         return [Entry(e) for e in _client().request("GET", "harness")["entries"]]
 
 
+class _SkillFiles(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports a skill's sibling .py files from their text."""
+
+    def __init__(self, folder: Path, files: dict[str, str]) -> None:
+        self.folder = folder
+        self.sources = {
+            name[: -len(".py")].replace("/", "."): (name, text)
+            for name, text in files.items()
+            if name.endswith(".py")
+        }
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in self.sources:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: Any) -> None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        name, text = self.sources[module.__name__]
+        module.__file__ = str(self.folder / name)
+        exec(compile(text, module.__file__, "exec"), module.__dict__)
+
+
 class Skill:
     """A skill's instructions; calling it calls the skill's entrypoint, if it has one."""
 
@@ -167,12 +194,14 @@ class Skill:
         else:
             module = types.ModuleType(f"prime_skill_{self.name.replace('-', '_')}_{module_name}")
             module.__file__ = str(folder / f"{module_name}.py")
-            # Sibling files of the skill are importable while its module runs.
-            sys.path.insert(0, str(folder))
+            # Sibling files of the skill are importable while its module runs; from the text
+            # the daemon sent, since a sandboxed kernel cannot see the skill's folder.
+            siblings = _SkillFiles(folder, self.files)
+            sys.meta_path.insert(0, siblings)
             try:
                 exec(compile(source, module.__file__, "exec"), module.__dict__)
             finally:
-                sys.path.remove(str(folder))
+                sys.meta_path.remove(siblings)
         try:
             return getattr(module, func)
         except AttributeError:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..protocol.errors import BudgetExceeded, Cancelled, ChildBudgetExceeded, ChildFailed
 from ..protocol.states import TERMINAL as ENDED
+from . import safe_pickle
 from .client import DaemonClient
 from .harness import EXPORTS as HARNESS_EXPORTS
 
@@ -134,25 +135,35 @@ class Handle:
             self._record = record
         return record
 
-    def result(self, timeout: float | None = None) -> Any:
-        """The child's answer as a Python object; raises if it failed or was cancelled."""
+    def result(self, timeout: float | None = None, *, trusted: bool = False) -> Any:
+        """The child's answer as a Python object; raises if it failed or was cancelled.
+
+        The answer is unpickled with an allow-list of plain data types (see
+        `prime_kernel.kernel.safe_pickle`): a child's pickle cannot run code here. For a
+        child you trust to return other types, `trusted=True` unpickles anything.
+        """
         record = self.wait(timeout)
         state = record["state"]
         if state == "CANCELLED":
             raise Cancelled(f"session {self.session_id} was cancelled")
         if state == "FAILED":
-            partial = self._answer() if record.get("has_answer") else None
+            partial = self._answer(trusted) if record.get("has_answer") else None
             over = bool((record.get("budget") or {}).get("exceeded"))
             raise (ChildBudgetExceeded if over else ChildFailed)(
                 f"session {self.session_id} failed: {record.get('error')}",
                 error=record.get("error"),
                 partial=partial,
             )
-        return self._answer()
+        return self._answer(trusted)
 
-    def _answer(self) -> Any:
+    def _answer(self, trusted: bool) -> Any:
         data = client().request("GET", f"sessions/{self.session_id}/answer", binary=True)
-        return pickle.loads(data)
+        return safe_pickle.loads(
+            data,
+            trusted=trusted,
+            what=f"the answer of session {self.session_id}",
+            hint=f"If you trust session {self.session_id}, call .result(trusted=True)",
+        )
 
     def __await__(self) -> Generator[Any, None, Any]:
         return asyncio.to_thread(self.result).__await__()
@@ -251,9 +262,13 @@ class _RLM:
         return [Handle(r) for r in records["sessions"]]
 
     def gather(
-        self, *handles: Handle | Iterable[Handle], timeout: float | None = None
+        self,
+        *handles: Handle | Iterable[Handle],
+        timeout: float | None = None,
+        trusted: bool = False,
     ) -> list[Any]:
-        """Wait for every handle; results in order (raises the first failure)."""
+        """Wait for every handle; results in order (raises the first failure). `trusted` as
+        for `Handle.result`."""
         flat: list[Handle] = []
         for h in handles:
             flat.extend([h] if isinstance(h, Handle) else list(h))
@@ -262,7 +277,7 @@ class _RLM:
         results = []
         for h in flat:
             left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
-            results.append(h.result(left))
+            results.append(h.result(left, trusted=trusted))
         return results
 
 
@@ -358,9 +373,16 @@ def compact() -> str:
     return "The earlier turns will be summarised before your next turn; your REPL is unchanged."
 
 
-def load_context() -> Any:
-    """This session's `context`, fetched from the daemon (large values travel by file)."""
-    return pickle.loads(client().request("GET", "context", binary=True))
+def load_context(trusted: bool = False) -> Any:
+    """This session's `context`, fetched from the daemon (large values travel by file) and
+    unpickled with the allow-list of plain data types unless `trusted`."""
+    return safe_pickle.loads(
+        client().request("GET", "context", binary=True),
+        trusted=trusted,
+        what="this session's context",
+        hint="If you trust the session that started this one, call "
+        "prime_kernel.kernel.primitives.load_context(trusted=True)",
+    )
 
 
 def user_namespace() -> dict[str, Any]:

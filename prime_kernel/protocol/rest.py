@@ -46,6 +46,8 @@ ROUTES: list[Route] = [
     Route("GET", "/sessions/{id}/export", _U, "Its notebook (a download); ?with_context=1"),
     Route("POST", "/sessions/{id}/export", _U, "Write its notebook under the root", "export"),
     Route("GET", "/models", _U, "The default model and the known ones"),
+    Route("GET", "/status", _U, "The version and how agents run here (the sandbox mode)"),
+    Route("POST", "/capability", _U, "Let a kernel of yours start agents", "capability"),
     # from kernels
     Route("POST", "/kernel/sessions", _K, "rlm(): start a child", "create_child"),
     Route("POST", "/kernel/sessions/batch", _K, "rlm.map(): start children", "create_children"),

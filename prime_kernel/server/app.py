@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 from jupyter_client.provisioning import KernelProvisionerFactory
@@ -12,13 +11,22 @@ from traitlets import Bool, Instance, Type
 
 from ..daemon.daemon import Daemon
 from ..daemon.events import SessionEvent
+from ..daemon.sandbox import NONE, Sandbox, activate, root_warning
 from ..models.router import import_litellm
+from ..protocol.records import NOTIFICATION, SESSION_EVENT_SCHEMA_ID
 from ..protocol.wire import API
-from . import exports, harness, messages, sessions
+from ..util.redact import config_secrets
+from . import exports, harness, messages, sessions, status
 from .base import NoRouteHandler
+from .kernel_socket import KernelSocket
 
-SESSION_SCHEMA_ID = "https://events.prime-kernel.dev/prime_kernel/session/v1"
-SCHEMA_PATH = Path(__file__).parent / "event_schemas" / "session" / "v1.yaml"
+# The event-bus schema of our notifications: the protocol's, with what jupyter_events needs.
+EVENT_SCHEMA: dict[str, Any] = {
+    **NOTIFICATION,
+    "$id": SESSION_EVENT_SCHEMA_ID,
+    "version": "1",
+    "personal-data": False,
+}
 
 
 class PrimeApp(ExtensionApp):
@@ -28,12 +36,17 @@ class PrimeApp(ExtensionApp):
 
     daemon_class = Type(Daemon, klass=Daemon, config=True, help="The daemon implementation.")
     daemon = Instance(Daemon, allow_none=True)
+    _kernel_socket: KernelSocket | None = None
+    _default_provisioner: str | None = None
     connect_all_kernels = Bool(
-        True,
+        False,
         config=True,
         help="Start every local kernel (not only 'Prime Agent' ones) through the Prime "
-        "provisioner, so `%load_ext prime_kernel` works in any notebook of this server.",
+        "provisioner, so that each holds a capability to start agents (and spend money) "
+        "from its first cell. By default a notebook on another kernel asks for one with "
+        "`%load_ext prime_kernel`, which JupyterLab's Agents extension answers.",
     )
+    sandbox = Instance(Sandbox, allow_none=True)
 
     def initialize_settings(self) -> None:
         serverapp = self.serverapp
@@ -47,37 +60,65 @@ class PrimeApp(ExtensionApp):
             kernel_manager=serverapp.kernel_manager,
             log=self.log,
         )
-        token = getattr(serverapp.identity_provider, "token", "")
-        self.daemon.host_secrets = {token} if token else set()
+        # Never recorded: the server's token and key-like values of the server's config.
+        self.daemon.scrubber.add(
+            getattr(serverapp.identity_provider, "token", "") or "",
+            *config_secrets(serverapp.config),
+        )
         self.daemon.open()
         self.daemon.kernel_path = self._kernel_path
+        self.sandbox = Sandbox(parent=self)
+        activate(self.sandbox)
+        line = self.sandbox.describe()
+        if self.sandbox.probe().mode == NONE:
+            self.log.warning("Prime: %s", line)
+        else:
+            self.log.info("Prime: %s", line)
+        warning = root_warning(serverapp.root_dir)
+        if warning:
+            self.log.warning("Prime: %s", warning)
+        self.settings["prime_sandbox"] = self.sandbox
         self.settings["prime_daemon"] = self.daemon
         # ServerApp creates its event logger before it loads extensions.
         assert serverapp.event_logger is not None
-        serverapp.event_logger.register_event_schema(SCHEMA_PATH)
+        serverapp.event_logger.register_event_schema(EVENT_SCHEMA)
         self.daemon.add_listener(self._emit)
+        grants = self.settings["prime_grants"] = status.Grants(self.daemon)
+        serverapp.event_logger.add_listener(
+            schema_id=status.KERNEL_ACTIONS, listener=grants.on_kernel_action
+        )
         if self.connect_all_kernels:
-            KernelProvisionerFactory.instance().default_provisioner_name = "prime-provisioner"
+            factory = KernelProvisionerFactory.instance()
+            self._default_provisioner = factory.default_provisioner_name
+            factory.default_provisioner_name = "prime-provisioner"
 
     def initialize_handlers(self) -> None:
-        for module in (sessions, messages, harness, exports):
+        for module in (sessions, messages, harness, exports, status):
             self.handlers.extend(module.HANDLERS)
         self.handlers.append((rf"{API}/.*", NoRouteHandler))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        # Runs once the server listens, so the URL kernels call back to is known.
+        # Runs once the server listens: kernels call back on a Unix socket of their own.
         assert self.serverapp is not None and self.daemon is not None
-        self.daemon.url = self.serverapp.connection_url
+        self._kernel_socket = KernelSocket(self.serverapp)
+        self.daemon.url = self._kernel_socket.start()
         await self.daemon.start()
         self.log.info("Prime daemon started; store at %s", self.daemon.store_dir)
 
     async def stop_extension(self) -> None:
         if self.daemon is not None:
             await self.daemon.stop()
+        if self._kernel_socket is not None:
+            self._kernel_socket.stop()
+            self._kernel_socket = None
+        activate(None)
+        if self._default_provisioner is not None:  # the factory is process-wide
+            KernelProvisionerFactory.instance().default_provisioner_name = self._default_provisioner
+            self._default_provisioner = None
 
     def _emit(self, note: SessionEvent) -> None:
         assert self.serverapp is not None and self.serverapp.event_logger is not None
-        self.serverapp.event_logger.emit(schema_id=SESSION_SCHEMA_ID, data=note.to_json())
+        self.serverapp.event_logger.emit(schema_id=SESSION_EVENT_SCHEMA_ID, data=note.to_json())
 
     async def _kernel_path(self, kernel_id: str) -> str | None:
         assert self.serverapp is not None

@@ -28,7 +28,7 @@ _FLAGS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no"
 class _Exporting(PrimeHandler):
     def exporter(self) -> NotebookExporter:
         """An exporter configured from the server's config that redacts everything it knows."""
-        secrets = self.daemon.scrubber.secrets() | config_secrets(self.serverapp.config)
+        secrets = self.daemon.secrets() | config_secrets(self.serverapp.config)
         return NotebookExporter(parent=self.extensionapp, redactor=Redactor(secrets))
 
     async def write_export(

@@ -94,7 +94,7 @@ class _Harness(PrimeHandler):
         """A path a request names, resolved under the server root (symlinks included)."""
         if not isinstance(value, str) or not value:
             raise PrimeError(f"'path' ({what}, relative to the server root) is required")
-        return under_root(self.daemon.root_dir, value, store=self.daemon.store_dir)
+        return under_root(self.daemon.root_dir, value, store=self.daemon.store_dir, what=what)
 
 
 class HarnessHandler(_Harness, UserHandler):

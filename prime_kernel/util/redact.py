@@ -1,14 +1,18 @@
 """Find the secrets a record must not carry, and blank them out.
 
 Secrets come from where a process keeps them: the daemon's live kernel tokens, the server's
-token, provider keys in the environment and key-like values in configuration. Every string of a
-value (a cell's code and outputs, an event, a notebook) is scanned for each of them.
+token, provider keys in the environment and key-like values in configuration.
+`secrets_of()` collects them; `Redactor` replaces each with `[REDACTED]` in text and in nested
+JSON-like values (`scrub()`); `Scrubber` keeps the collection current for a running daemon
+(live tokens come and go), so that cells, observations and events are scrubbed before they are
+stored or shown to a model, and exports before they are written.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -17,23 +21,26 @@ REDACTED = "[REDACTED]"
 # Shorter values would blank out ordinary words and numbers all over a notebook.
 MIN_SECRET_LENGTH = 8
 
-_ENV_SUFFIXES = ("_API_KEY", "_APIKEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_ACCESS_KEY")
+# How litellm (and the providers it calls) name credentials in the environment: every
+# variable litellm reads with one of these endings holds a key, token or password
+# (OPENAI_API_KEY, WATSONX_APIKEY, WATSONX_ZENAPIKEY, AIMLAPI_KEY, AWS_SESSION_TOKEN,
+# AZURE_CLIENT_SECRET, REDIS_PASSWORD, VERTEXAI_CREDENTIALS, CLARIFAI_PAT, ...). Names that
+# merely end in _TOKEN_FILE or _KEY_URL are paths and addresses, not secrets.
+_SECRET_NAME = re.compile(
+    r"(?:^|_)(?:API_?KEY|ZENAPIKEY|KEY|TOKEN|SECRET|SECRET_KEY|SECRET_ID|ACCESS_KEY|"
+    r"ACCESS_KEY_ID|PASSWORD|PASSWD|CREDENTIALS?|PAT)$"
+)
 
-# Provider credentials litellm reads whose names the suffixes above do not catch.
+# Provider credentials litellm reads whose names the pattern above does not catch.
 LITELLM_ENV_KEYS = frozenset(
     {
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AZURE_CLIENT_SECRET",
-        "CLARIFAI_PAT",
-        "DATABRICKS_TOKEN",
-        "HF_TOKEN",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "CIRCLE_OIDC_TOKEN_V2",
+        "GITHUB_COPILOT_API_KEY",
         "HUGGING_FACE_HUB_TOKEN",
+        "ISSUER_SIGNING_KEY_PEM",
+        "LITELLM_SECRET_AWS_KMS_LITELLM_LICENSE",
         "OR_SITE_URL_TOKEN",
-        "VERTEXAI_CREDENTIALS",
-        "WATSONX_APIKEY",
-        "WATSONX_PASSWORD",
-        "WATSONX_TOKEN",
     }
 )
 
@@ -41,8 +48,9 @@ _CONFIG_KEY = re.compile(r"(api_?key|token|secret|password|access_key|credential
 
 
 def is_secret_name(name: str) -> bool:
+    """Whether an environment variable called `name` holds a credential."""
     upper = name.upper()
-    return upper in LITELLM_ENV_KEYS or upper.endswith(_ENV_SUFFIXES)
+    return upper in LITELLM_ENV_KEYS or bool(_SECRET_NAME.search(upper))
 
 
 def environment_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
@@ -70,18 +78,53 @@ def config_secrets(config: Any) -> set[str]:
     return found
 
 
+def secrets_of(
+    environ: Mapping[str, str] | None,
+    config: Any,
+    server_token: str | None,
+    live_tokens: Iterable[str],
+) -> set[str]:
+    """Every secret a record could leak: provider keys in `environ`, key-like values in
+    `config` (a traitlets Config or any nested mapping), the server's token, and the
+    capability tokens of live kernels. Values too short to be secrets are dropped."""
+    found = environment_secrets(environ if environ is not None else {})
+    found |= config_secrets(config)
+    found |= set(live_tokens)
+    if server_token:
+        found.add(server_token)
+    return {s for s in found if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH}
+
+
+def daemon_secrets(daemon: Any) -> set[str]:
+    """Everything secret a daemon knows: live kernel tokens, keys in its config and env,
+    and whatever its scrubber was told (the server's token)."""
+    found = secrets_of(os.environ, [daemon.model_kwargs, daemon.config], None, ())
+    found |= set(daemon.tokens.live_tokens())
+    scrubber = getattr(daemon, "scrubber", None)
+    if scrubber is not None:
+        found |= scrubber.static
+    return found
+
+
+def scrub(value: Any, secrets: Iterable[str | None]) -> Any:
+    """A copy of a JSON-like `value` with every secret replaced by `[REDACTED]`."""
+    return Redactor(secrets).value(value)
+
+
 class Redactor:
     """Replaces every occurrence of the given secrets with `[REDACTED]`."""
 
     def __init__(self, secrets: Iterable[str | None]) -> None:
         values = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH}
         # Longest first, so a secret that contains another is removed whole.
-        ordered = sorted(values, key=len, reverse=True)
-        self.count = len(ordered)
-        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._values = sorted(values, key=len, reverse=True)
+        self.count = len(self._values)
+        self._pattern = re.compile("|".join(map(re.escape, self._values))) if values else None
 
     def text(self, value: str) -> str:
-        if self._pattern is None:
+        # A substring search per secret is far cheaper than the pattern on large outputs,
+        # and nearly every text holds no secret at all.
+        if self._pattern is None or not any(s in value for s in self._values):
             return value
         return self._pattern.sub(REDACTED, value)
 
@@ -91,6 +134,34 @@ class Redactor:
             return self.text(node)
         if isinstance(node, dict):  # a NotebookNode stays one
             return type(node)((self.text(str(k)), self.value(v)) for k, v in node.items())
-        if isinstance(node, list):
+        if isinstance(node, (list, tuple)):
             return [self.value(v) for v in node]
         return node
+
+
+class Scrubber:
+    """The secrets of a running daemon, kept current: fixed ones (config values, the server's
+    token), provider keys in the environment as it is now, and the live kernel tokens."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None, config: Any = None) -> None:
+        self._environ = environ  # None: os.environ, read at each use
+        self.static = secrets_of(None, config, None, ())
+        self._lock = threading.Lock()
+        self._cached: tuple[frozenset[str], Redactor] | None = None
+
+    def add(self, *values: str | None) -> None:
+        """More fixed secrets (the server's token, once the server knows it)."""
+        with self._lock:
+            self.static |= secrets_of(None, None, None, [v for v in values if v])
+            self._cached = None
+
+    def redactor(self, live_tokens: Iterable[str]) -> Redactor:
+        env = os.environ if self._environ is None else self._environ
+        current = frozenset(secrets_of(env, None, None, live_tokens))
+        with self._lock:
+            if self._cached is None or self._cached[0] != current:
+                self._cached = (current, Redactor(self.static | current))
+            return self._cached[1]
+
+    def scrub(self, value: Any, live_tokens: Iterable[str]) -> Any:
+        return self.redactor(live_tokens).value(value)

@@ -67,7 +67,7 @@ def text_of(nb: nbformat.NotebookNode) -> str:
 
 @pytest.fixture
 def exporter(daemon: Daemon) -> NotebookExporter:
-    return NotebookExporter(redactor=Redactor(daemon.scrubber.secrets()))
+    return NotebookExporter(redactor=Redactor(daemon.secrets()))
 
 
 async def notebook_of(

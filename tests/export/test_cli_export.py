@@ -91,11 +91,10 @@ async def test_export_through_running_daemon_redacts_its_secrets(
     # The daemon never even stores the token (it scrubs what it records) ...
     cell = next(e for e in await daemon.events(record["id"]) if e["kind"] == "cell")["data"]
     assert cell["outputs"][0]["text"].strip() == "[REDACTED]"
-    printed = server_token
 
     jp_serverapp.write_server_info_file()  # what `jupyter lab` does: the CLI now finds it
     out = tmp_path / "via-server.ipynb"
     assert await cli(jp_root_dir, record["id"], "-o", str(out)) == 0
     text = out.read_text()
-    assert printed not in text and "[REDACTED]" in text
+    assert server_token not in text and "[REDACTED]" in text
     read(out)

@@ -56,12 +56,12 @@ def test_daemon_secrets_include_config_env_and_live_tokens(tmp_path, monkeypatch
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-123456789")
     daemon = Daemon(root_dir=str(tmp_path), model_kwargs={"api_key": "from-config-123"})
     token = daemon.tokens.mint("kernel-1")
-    daemon.host_secrets = {"server-token-123"}
-    found = daemon.scrubber.secrets()
+    daemon.scrubber.add("server-token-123")
+    found = daemon.secrets()
     assert {"sk-ant-123456789", "from-config-123", token, "server-token-123"} <= found
     # ... and the daemon's scrubber blanks each of them out of any value.
     value = {"text": f"a {token} b sk-ant-123456789 server-token-123", "n": [token]}
-    assert daemon.scrubber.value(value) == {
+    assert daemon.scrub(value) == {
         "text": f"a {REDACTED} b {REDACTED} {REDACTED}",
         "n": [REDACTED],
     }
@@ -76,7 +76,7 @@ async def test_planted_secrets_are_gone_from_the_export(
     model = script(
         [
             {"text": f"The key is {PLANTED}.", "code": f"key = {PLANTED!r}\nprint(key)"},
-            {"code": "import os\nprint(os.environ['PRIME_TOKEN'])"},
+            {"code": "import prime_kernel.kernel.client as c\nprint(c.credentials()[1])"},
             {"code": f"print({server_token!r})\nkey"},
             {"code": "answer(key)"},
         ]

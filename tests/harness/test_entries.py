@@ -100,7 +100,12 @@ async def test_skill_callable_and_project_wins_over_global(
         title="Adds numbers",
         content="adder(a, b)",
         metadata={"entrypoint": "impl:add"},
-        files={"impl.py": "def add(a, b):\n    return a + b\n"},
+        # A sibling file, imported from the text the daemon sends (in the sandbox the
+        # skill's folder is not visible).
+        files={
+            "impl.py": "from helper import twice\n\ndef add(a, b):\n    return twice(a + b) // 2\n",
+            "helper.py": "def twice(x):\n    return 2 * x\n",
+        },
     )
     h.create("note", "tone", content="global tone", scope="global")
     assert (global_harness / "notes" / "tone.md").is_file()
@@ -193,7 +198,9 @@ async def test_bad_input_is_refused_where_it_was_made(daemon: Daemon, jp_fetch, 
     assert len(authors) == 2 and "user" in authors  # the creator, then session a
 
 
-async def test_import_prime_agent_state_and_export(daemon: Daemon, jp_fetch, tmp_path: Path):
+async def test_import_prime_agent_state_and_export(
+    daemon: Daemon, jp_fetch, tmp_path: Path, jp_root_dir: Path
+):
     resp = await jp_fetch(
         "api", "prime", "harness", "import", method="POST", body=json.dumps({"state": PRIME_STATE})
     )

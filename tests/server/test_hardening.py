@@ -10,7 +10,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from prime_kernel.daemon.scheduler import Scheduler
-from tests.conftest import agent_records, events
+from tests.conftest import RAW_REQUEST, agent_records, events
 
 
 async def kernel_request(
@@ -35,7 +35,8 @@ def forged(daemon, user_kernel, jp_base_url, http_server_client, jp_asyncio_loop
 
     async def token_of_a_kernel() -> str:
         nb = await user_kernel()
-        return (await nb.value("import os; os.environ['PRIME_TOKEN']")).strip("'")
+        code = "import prime_kernel.kernel.client as c; c.credentials()[1]"
+        return (await nb.value(code)).strip("'")
 
     token = jp_asyncio_loop.run_until_complete(token_of_a_kernel())
 
@@ -80,15 +81,8 @@ async def test_forged_bodies_are_refused_and_change_nothing(daemon, forged, scri
 
 async def test_forged_answers_are_refused(daemon, user_kernel, script):
     # Inside an agent session: answer() bodies it could forge.
-    forge = (
-        "import json, os, urllib.request\n"
-        "def post(body):\n"
-        "    req = urllib.request.Request(os.environ['PRIME_URL'].rstrip('/') + "
-        "'/api/prime/kernel/answer', method='POST', data=json.dumps(body).encode(), "
-        "headers={'X-Prime-Token': os.environ['PRIME_TOKEN'], 'Content-Type': "
-        "'application/json'})\n"
-        "    try:\n        urllib.request.urlopen(req)\n        return 200\n"
-        "    except Exception as e:\n        return e.code\n"
+    forge = RAW_REQUEST + (
+        "def post(body):\n    return raw_request('POST', 'answer', body)[0]\n"
         "codes = [post({'repr': 'x', 'pickle': 5}), post({'repr': 'x', 'pickle': ''}), "
         "post({'repr': 'x', 'pickle': '%%%'})]\n"
     )
@@ -104,7 +98,9 @@ async def test_printed_tokens_never_reach_the_store_or_the_model(daemon, user_ke
         seen.append(json.dumps(messages))
         return {"code": "answer('ok')"}
 
-    model = script([{"code": "import os\nprint(os.environ['PRIME_TOKEN'])"}, look])
+    model = script(
+        [{"code": "import prime_kernel.kernel.client as c\nprint(c.credentials()[1])"}, look]
+    )
     nb = await user_kernel()
     sid = (await nb.value(f"h = rlm('leak', model={model!r}); h.result(); h.session_id")).strip("'")
     tokens = daemon.tokens.live_tokens()

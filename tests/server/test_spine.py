@@ -7,7 +7,7 @@ import json
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from tests.conftest import agent_records, events, wait_for
+from tests.conftest import RAW_REQUEST, agent_records, events, grant_capability, wait_for
 
 
 async def test_rlm_from_prime_kernel(daemon, user_kernel, script, jp_fetch):
@@ -96,10 +96,11 @@ async def test_reply_without_code_is_the_answer(daemon, user_kernel, script):
     assert await nb.value(f"rlm('capital of France?', model={model!r}).result()") == "'Paris.'"
 
 
-async def test_load_ext_in_a_plain_python_kernel(daemon, user_kernel, script):
+async def test_load_ext_in_a_plain_python_kernel(daemon, user_kernel, script, jp_fetch):
     model = script([{"code": "answer('hi from child')"}])
     nb = await user_kernel("python3")
     await nb.run("%load_ext prime_kernel")
+    await grant_capability(jp_fetch, nb)  # as JupyterLab does, for the user
     assert await nb.value(f"rlm('greet', model={model!r}).result()") == "'hi from child'"
 
 
@@ -108,13 +109,9 @@ async def test_load_ext_in_a_plain_python_kernel(daemon, user_kernel, script):
 )
 async def test_depth_limit_is_enforced_by_the_daemon(daemon, user_kernel, script):
     # The child (depth 1) tries to go deeper, first politely, then by forging its request.
-    forge = (
-        "import json, os, urllib.request\n"
-        "req = urllib.request.Request(os.environ['PRIME_URL'].rstrip('/') + "
-        "'/api/prime/kernel/sessions', method='POST', data=json.dumps({'prompt': 'x', "
-        "'depth': 0, 'parent_id': None}).encode(), headers={'X-Prime-Token': "
-        "os.environ['PRIME_TOKEN'], 'Content-Type': 'application/json'})\n"
-        "try:\n    urllib.request.urlopen(req)\nexcept Exception as e:\n    forged = e.code\n"
+    forge = RAW_REQUEST + (
+        "forged, _ = raw_request('POST', 'sessions', "
+        "{'prompt': 'x', 'depth': 0, 'parent_id': None})\n"
     )
     model = script(
         [

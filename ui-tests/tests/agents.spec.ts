@@ -501,6 +501,47 @@ test('harness: browse, open in the editor, edit a global entry (conflict, reload
   await expect(view.locator('.jp-PrimeHarness-entry[data-entry-id="doubling"]')).toHaveCount(0);
 });
 
+test('the panel shows the sandbox mode, and %load_ext in a plain Python console gets a capability', async ({
+  page,
+  request
+}) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  const status = await (await request.get('/api/prime/status')).json();
+  const badge = page.locator('.jp-PrimeAgents-sandbox');
+  await expect(badge).toHaveText(status.sandbox.mode === 'bwrap' ? 'sandboxed' : 'no sandbox');
+  await expect(badge).toHaveAttribute('title', /Protects:/);
+
+  // A console on the plain python3 kernel: no capability until %load_ext asks for one, which
+  // the extension answers; from the next cell on, rlm() works.
+  const out = await page.evaluate(async () => {
+    const app = (window as any).jupyterapp;
+    const widget = await app.commands.execute('console:create', {
+      kernelPreference: { name: 'python3' }
+    });
+    await widget.sessionContext.ready;
+    const kernel = widget.sessionContext.session.kernel;
+    const execute = async (code: string) => {
+      let text = '';
+      const future = kernel.requestExecute({ code });
+      future.onIOPub = (msg: any) => {
+        const c = msg.content;
+        text += c.text || c.data?.['text/plain'] || (c.ename ? `${c.ename}: ${c.evalue}` : '');
+      };
+      await future.done;
+      return text;
+    };
+    await execute('%load_ext prime_kernel');
+    // The answer arrives over the comm after that cell; a person's next cell comes later.
+    const check = 'import prime_kernel.kernel.client as c; bool(c.credentials()[1])';
+    for (let i = 0; i < 50 && (await execute(check)) !== 'True'; i++) {
+      await new Promise(resolve => setTimeout(resolve, 100));
+    }
+    return execute("rlm('double 21', model='scripted/ui-child').result(timeout=60)");
+  });
+  expect(out).toBe('42');
+});
+
 test('harness: create a note, a memory, a skill and a spec from the view', async ({ page, request }) => {
   await openLab(page);
   await run(page, 'prime-kernel:open-harness');
@@ -611,9 +652,21 @@ test("a notebook's llm() call names its model; the Prime Agent kernel has its ow
   await input.press('Shift+Enter');
   await expect(consolePanel.locator('.jp-OutputArea-output').last()).toContainText('Hello from the scripted model.');
 
+  // The console's notebook session, in the panel (marked as a notebook).
+  const kernelId = await page.evaluate(() => {
+    const app = (window as any).jupyterapp;
+    const panel = [...app.shell.widgets('main')].find(
+      (w: any) => w.isVisible && w.node.classList.contains('jp-ConsolePanel')
+    );
+    return panel.sessionContext.session.kernel.id as string;
+  });
+  const notebook = (await (await request.get('/api/prime/sessions')).json()).sessions.find(
+    (s: { kernel_id: string; kind: string }) => s.kernel_id === kernelId && s.kind === 'notebook'
+  );
+  expect(notebook).toBeTruthy();
   await run(page, 'prime-kernel:open-agents');
-  const row = rows(page).and(page.locator('.jp-mod-notebook'));
-  await expect(row).toHaveCount(1, { timeout: 30_000 });
+  const row = rows(page).and(page.locator(`[data-session-id="${notebook.id}"]`));
+  await expect(row).toHaveClass(/jp-mod-notebook/);
   await row.click();
   const call = sessionView(page).locator('.jp-PrimeEvent-model_call').first();
   await expect(call.locator('.jp-PrimeEvent-model')).toHaveText('scripted/ui-hello');

@@ -1,0 +1,94 @@
+"""`prime-agent doctor`: how agent kernels would run here, and what that protects."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .common import CLIError
+
+
+def add_commands(sub: Any) -> None:
+    p = sub.add_parser("doctor", help="say which sandbox agents run in here, and what it protects")
+    p.add_argument("--json", action="store_true", help="print a machine-readable report")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="traitlets config, e.g. Sandbox.network=False (repeatable)",
+    )
+    p.set_defaults(func=cmd_doctor)
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
+
+
+def report(sandbox: Any, root: Path) -> dict[str, Any]:
+    from ..daemon.sandbox import root_warning, status
+
+    out = status(sandbox)
+    notes = []
+    if os.getuid() == 0:
+        notes.append(
+            "running as root: the process limit is not applied (Linux exempts uid 0), and "
+            "agents read every root-owned file the sandbox does not hide (without the "
+            "sandbox, every file)"
+        )
+    warning = root_warning(str(root))
+    if warning:
+        notes.append(warning)
+    out["notes"] = notes
+    return out
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from jupyter_server.serverapp import ServerApp
+    from traitlets.config import Config
+    from traitlets.config.loader import KVArgParseConfigLoader
+
+    from ..daemon.sandbox import Sandbox
+
+    # The server's own config files (c.Sandbox.* lives in jupyter_server_config), then --config.
+    app = ServerApp()
+    app.load_config_file()
+    config = Config(app.config)
+    try:
+        config.merge(KVArgParseConfigLoader([f"--{c}" for c in args.config]).load_config())
+    except Exception as e:
+        raise CLIError(f"bad --config: {e}") from None
+    sandbox = Sandbox(config=config)
+    info = report(sandbox, Path(args.root).resolve())
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    mode = info["mode"]
+    if mode == "bwrap" and info.get("bwrap"):
+        net = "with" if info["network"] else "without"
+        print(f"Sandbox: bwrap ({info['version']}), {net} network")
+    elif mode == "bwrap":
+        print(f"Sandbox: required, but unavailable: {info['reason']}")
+    else:
+        print(f"Sandbox: none ({info['reason']})")
+    print("Protects:")
+    for line in info["protects"]:
+        print(f"  - {line}")
+    print("Exposes:")
+    for line in info["exposes"]:
+        print(f"  - {line}")
+    limits = info["limits"]
+    parts = []
+    if "data" in limits:
+        parts.append(f"memory {_size(limits['data'])} per process (RLIMIT_DATA)")
+    if "cpu" in limits:
+        parts.append(f"CPU {limits['cpu']} s per process (RLIMIT_CPU)")
+    if "nproc" in limits:
+        parts.append(f"{limits['nproc']} processes and threads (RLIMIT_NPROC)")
+    print("Limits per agent kernel: " + (", ".join(parts) or "none"))
+    for note in info["notes"]:
+        print(f"Note: {note}")
+    return 0 if mode == "none" or info.get("bwrap") else 1

@@ -1,0 +1,243 @@
+"""The pieces without a server: the restricted unpickler, the secrets and the scrubber, the
+sandbox's detection and command line."""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import decimal
+import fractions
+import os
+import pickle
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from prime_kernel.util.redact import (
+    REDACTED,
+    Scrubber,
+    is_secret_name,
+    scrub,
+    secrets_of,
+)
+
+from prime_kernel.daemon.sandbox import Layout, Sandbox
+from prime_kernel.kernel import safe_pickle
+from prime_kernel.kernel.safe_pickle import UnpicklingRefused
+
+# -- the restricted unpickler --------------------------------------------------------------
+PLAIN = [
+    None,
+    True,
+    3,
+    2.5,
+    complex(1, 2),
+    "text",
+    b"bytes",
+    bytearray(b"ba"),
+    [1, [2]],
+    (1, 2),
+    {"a": {1, 2}},
+    frozenset({3}),
+    range(3),
+    slice(1, 2),
+    datetime.datetime(2026, 1, 2, 3, 4, tzinfo=datetime.timezone.utc),
+    datetime.date(2026, 1, 2),
+    datetime.timedelta(3),
+    decimal.Decimal("1.10"),
+    fractions.Fraction(1, 3),
+    uuid.UUID(int=7),
+    collections.OrderedDict(a=1),
+    collections.defaultdict(list, a=[1]),
+    collections.deque([1]),
+    collections.Counter("aab"),
+    ValueError("bad"),
+]
+
+
+@pytest.mark.parametrize("protocol", [0, 2, pickle.HIGHEST_PROTOCOL])
+def test_plain_data_round_trips(protocol):
+    for value in PLAIN:
+        assert safe_pickle.loads(pickle.dumps(value, protocol=protocol)) == value or isinstance(
+            value, ValueError
+        )
+
+
+def test_numpy_arrays_and_scalars():
+    np = pytest.importorskip("numpy")
+    value = {
+        "a": np.arange(6).reshape(2, 3),
+        "s": np.float64(1.5),
+        "o": np.array([1, "x"], dtype=object),
+    }
+    out = safe_pickle.loads(pickle.dumps(value, protocol=5))
+    assert (out["a"] == value["a"]).all() and out["s"] == 1.5 and list(out["o"]) == [1, "x"]
+
+
+def test_pandas_frames_series_and_indexes():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(
+        {
+            "a": [1, 2],
+            "b": ["x", "y"],
+            "c": [1.5, None],
+            "d": pd.to_datetime(["2020-01-01", "2021-01-01"]).tz_localize("UTC"),
+            "e": pd.Categorical(["u", "v"]),
+            "g": pd.array([1, None], dtype="Int64"),
+            "h": pd.to_timedelta([1, 2], unit="s"),
+        }
+    ).set_index(["b", "a"])
+    for value in (df, df["c"], pd.Timestamp("2020-01-01", tz="UTC"), pd.RangeIndex(3)):
+        out = safe_pickle.loads(pickle.dumps(value, protocol=5))
+        assert out.equals(value) if hasattr(value, "equals") else out == value
+
+
+class Bomb:
+    def __reduce__(self):
+        return (os.system, ("echo should-not-run > /dev/null",))
+
+
+class Custom:
+    pass
+
+
+def test_a_bomb_is_refused_and_says_how_to_allow():
+    with pytest.raises(UnpicklingRefused) as info:
+        safe_pickle.loads(pickle.dumps(Bomb()), what="the answer", hint="Call it with care")
+    message = str(info.value)
+    assert "posix.system" in message and "Nothing of it was run" in message
+    assert "Call it with care" in message and "safe_pickle.allow('posix.system')" in message
+
+
+def test_getattr_only_for_known_pairs():
+    evil = b"cbuiltins\ngetattr\n(cbuiltins\nstr\nVjoin\ntR."  # getattr(str, 'join')
+    with pytest.raises(UnpicklingRefused):
+        safe_pickle.loads(evil)
+    zoneinfo = pytest.importorskip("zoneinfo")
+    tz = zoneinfo.ZoneInfo("UTC")
+    assert safe_pickle.loads(pickle.dumps(tz)) is tz
+
+
+def test_allow_and_trusted():
+    data = pickle.dumps(Custom())
+    with pytest.raises(UnpicklingRefused):
+        safe_pickle.loads(data)
+    assert isinstance(safe_pickle.loads(data, trusted=True), Custom)
+    safe_pickle.allow(f"{Custom.__module__}.Custom")
+    assert isinstance(safe_pickle.loads(data), Custom)
+    with pytest.raises(ValueError):
+        safe_pickle.allow("NoModule")
+
+
+# -- secrets -------------------------------------------------------------------------------
+def test_secret_names_follow_litellm():
+    for name in (
+        "OPENAI_API_KEY",
+        "WATSONX_APIKEY",
+        "WATSONX_ZENAPIKEY",
+        "AIMLAPI_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_ACCESS_KEY_ID",
+        "AZURE_CLIENT_SECRET",
+        "REDIS_PASSWORD",
+        "VERTEXAI_CREDENTIALS",
+        "CLARIFAI_PAT",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "JUPYTER_TOKEN",
+    ):
+        assert is_secret_name(name), name
+    for name in ("PATH", "HOME", "TOKENIZERS_PARALLELISM", "AZURE_FEDERATED_TOKEN_FILE", "MONKEY"):
+        assert not is_secret_name(name), name
+
+
+def test_secrets_of_collects_every_source():
+    found = secrets_of(
+        {"ANTHROPIC_API_KEY": "sk-ant-0123456789", "SHORT_TOKEN": "abc", "LANG": "C.UTF-8"},
+        {"Daemon": {"model_kwargs": {"api_key": "cfg-0123456789"}}},
+        "server-token-0123",
+        ["live-token-0123456789"],
+    )
+    assert found == {
+        "sk-ant-0123456789",
+        "cfg-0123456789",
+        "server-token-0123",
+        "live-token-0123456789",
+    }
+
+
+def test_scrub_walks_nested_json():
+    value = {"k-secret-123": ["x k-secret-123 y", ("a", 3), {"n": None}], "ok": 1.5}
+    out = scrub(value, ["k-secret-123", None])
+    assert out == {REDACTED: [f"x {REDACTED} y", ["a", 3], {"n": None}], "ok": 1.5}
+
+
+def test_scrubber_follows_live_tokens_and_the_environment():
+    env = {"OPENAI_API_KEY": "sk-env-0123456789"}
+    scrubber = Scrubber(environ=env, config={"token": "cfg-token-0123"})
+    scrubber.add("server-token-0123")
+    text = "sk-env-0123456789 cfg-token-0123 server-token-0123 live-0123456789"
+    assert scrubber.scrub(text, ["live-0123456789"]) == " ".join([REDACTED] * 4)
+    assert "live-0123456789" in scrubber.scrub(text, [])  # revoked: no longer a secret
+    env["NEW_TOKEN"] = "new-0123456789"
+    assert scrubber.scrub("new-0123456789", []) == REDACTED
+
+
+# -- the sandbox's command line ------------------------------------------------------------
+def test_mounts_come_parents_first(tmp_path: Path):
+    home, root = tmp_path / "home", tmp_path / "home" / "work"
+    store, py = root / ".prime", home / ".pyenv"
+    for d in (store, py):
+        d.mkdir(parents=True)
+    layout = Layout(
+        hidden=[str(home)], sealed=[str(store)], read_only=[str(py)], writable=[str(root)]
+    )
+    argv = Sandbox().command(["python", "-m", "k"], layout, cwd=str(root), bwrap="bwrap")
+    ops = [(argv[i], argv[i + 1]) for i in range(len(argv) - 1) if argv[i].startswith("--")]
+    paths = {str(home), str(root), str(store), str(py)}
+    order = [op for op in ops if op[1] in paths and op[0] != "--chdir"]
+    assert order == [
+        ("--tmpfs", str(home)),
+        ("--ro-bind", str(py)),
+        ("--bind", str(root)),
+        ("--tmpfs", str(store)),
+        ("--remount-ro", str(store)),
+    ]
+    assert argv[:3] == ["/bin/sh", "-c", "trap '' INT; exec \"$@\""]
+    assert argv[-3:] == ["python", "-m", "k"]
+
+
+def test_the_servers_working_folder_on_sys_path_does_not_expose_home(tmp_path: Path):
+    home = os.path.expanduser("~")
+    layout = Sandbox().layout(
+        root_dir=str(tmp_path),
+        store_dir=str(tmp_path / ".prime"),
+        runtime_dirs=[],
+        python_paths=[home, "/"],  # `python -m jupyter lab` started in ~
+        private_dirs=[],
+        private_files=[],
+    )
+    assert os.path.realpath(home) in layout.hidden
+    assert os.path.realpath(home) not in layout.read_only and "/" not in layout.read_only
+
+
+def test_detection_says_why_not(tmp_path: Path):
+    assert Sandbox(mode="none").probe().mode == "none"
+    missing = Sandbox(mode="auto", bwrap_path=str(tmp_path / "no-bwrap")).probe()
+    assert missing.mode == "none" and "not installed" in missing.reason
+    required = Sandbox(mode="bwrap", bwrap_path=str(tmp_path / "no-bwrap")).probe()
+    assert required.mode == "bwrap" and required.bwrap is None
+    # A bwrap that cannot create namespaces (as with user namespaces disabled).
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    broken = Sandbox(mode="auto", bwrap_path=str(fake)).probe()
+    assert broken.mode == "none" and "No permissions" in broken.reason
+
+
+def test_the_probe_runs_real_bwrap_here():
+    probe = Sandbox(mode="auto").probe()
+    if probe.mode != "bwrap":
+        pytest.skip(probe.reason)
+    assert probe.version.startswith("bubblewrap")
+    assert subprocess.run([probe.bwrap, "--version"], capture_output=True).returncode == 0
