@@ -14,10 +14,10 @@ import { h, stateBadge } from './dom';
 import { NewAgentForm } from './form';
 import { elapsedSeconds, formatCost, formatElapsed, formatTokens, sessionLabel } from './format';
 import { agentsIcon } from './icons';
-import { Session, SESSION_STATES } from './protocol';
+import { SESSION_STATES } from './protocol';
 import { isTerminal } from './states';
-import type { IAgentsColumn, IPrimeAgentsPanel, IPrimeSessions, IPrimeSettings } from './tokens';
-import { buildTree, countByState, filterTree, flattenTree, IRow, visibleRange } from './tree';
+import type { IAgentsColumn, IPrimeAgentsPanel, IPrimeSessions, IPrimeSettings, ISessionsChange } from './tokens';
+import { buildTree, countByState, filterTree, flattenTree, IRow, ITreeNode, visibleRange } from './tree';
 
 /** Height of one row of the tree, in px (fixed, for virtualisation). */
 export const ROW_HEIGHT = 46;
@@ -114,7 +114,10 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
     this._spacer = h('div', { className: 'jp-PrimeAgents-spacer' });
     this._empty = h('div', { className: 'jp-PrimeAgents-empty' });
     this._list.append(this._spacer, this._empty);
-    this._list.addEventListener('scroll', () => this._scheduleRender());
+    this._list.addEventListener('scroll', () => {
+      this._geometry = null;
+      this._scheduleRender();
+    });
     this._list.addEventListener('click', ev => this._onListClick(ev));
     this._list.addEventListener('keydown', ev => this._onListKey(ev));
     this.addWidget(listWidget);
@@ -178,11 +181,7 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
       void this.sessions.refresh();
     }
     // Tick elapsed times of live sessions.
-    this._ticker = setInterval(() => {
-      if (this.isVisible && this._rows.some(r => !isTerminal(r.session.state))) {
-        this._renderWindow();
-      }
-    }, 1000);
+    this._ticker = setInterval(() => this._tick(), 1000);
   }
 
   protected onBeforeDetach(msg: Message): void {
@@ -195,6 +194,7 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
+    this._geometry = null;
     if (this._stale) {
       this._update();
     } else {
@@ -204,28 +204,105 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
 
   protected onResize(msg: Widget.ResizeMessage): void {
     super.onResize(msg);
+    this._geometry = null;
     this._scheduleRender();
   }
 
-  private _onChanged(): void {
-    // A hidden panel (another side-bar tab is shown) catches up when shown again.
-    if (this.isVisible || !this.isAttached) {
-      this._update();
-    } else {
+  private _onChanged(_: unknown, change: ISessionsChange): void {
+    if (!this.isVisible && this.isAttached) {
+      // A hidden panel (another side-bar tab is shown) catches up when shown again.
       this._stale = true;
+    } else if (this._stale || change.all || !this._patch(change.ids)) {
+      this._update();
     }
   }
 
+  /** Build the tree and its rows again from every session. */
   private _update(): void {
     this._stale = false;
+    // Geometry first: read after a DOM write, it would force a layout of the whole page.
+    const viewport = this._viewport();
     const sessions = this.sessions.sessions;
     const text = this._search.value;
-    const forest = buildTree(sessions);
-    const filtered = this._states.size || text.trim() ? filterTree(forest, { states: this._states, text }) : forest;
+    this._forest = buildTree(sessions);
+    const filtered = this._filtered() ? filterTree(this._forest, { states: this._states, text }) : this._forest;
     this._rows = flattenTree(filtered, this._collapsed);
-    this._renderChips(countByState(sessions));
-    this._renderFooter(forest);
-    this._renderWindow();
+    this._nodes.clear();
+    const index = (n: ITreeNode) => {
+      this._nodes.set(n.session.id, n);
+      n.children.forEach(index);
+    };
+    this._forest.forEach(index);
+    this._rowOf.clear();
+    for (const row of this._rows) {
+      this._rowOf.set(row.session.id, row);
+    }
+    this._renderAll(viewport);
+  }
+
+  /**
+   * Take changed records of sessions already shown, in place: the tree keeps its shape (a
+   * session's parent and creation time never change), so an update costs what changed, not
+   * the whole list. False when the shape may change (a new session, a filter to apply again).
+   */
+  private _patch(ids: ReadonlySet<string>): boolean {
+    if (this._filtered()) {
+      return false;
+    }
+    for (const id of ids) {
+      if (!this._nodes.has(id) || !this.sessions.get(id)) {
+        return false;
+      }
+    }
+    const viewport = this._viewport();
+    for (const id of ids) {
+      const session = this.sessions.get(id)!;
+      this._nodes.get(id)!.session = session;
+      const row = this._rowOf.get(id);
+      if (row) {
+        row.session = session;
+      }
+    }
+    this._renderAll(viewport);
+    return true;
+  }
+
+  private _filtered(): boolean {
+    return this._states.size > 0 || this._search.value.trim() !== '';
+  }
+
+  private _renderAll(viewport: { top: number; height: number }): void {
+    this._renderChips(countByState(this.sessions.sessions));
+    this._renderFooter(this._forest);
+    this._renderWindow(viewport);
+  }
+
+  /**
+   * Where the list is scrolled and how tall it is. Read once after a scroll or a resize (when
+   * layout is clean) and kept: read after a DOM write, it would force a layout of the page.
+   */
+  private _viewport(): { top: number; height: number } {
+    if (!this._geometry) {
+      this._geometry = { top: this._list.scrollTop, height: this._list.clientHeight || 600 };
+    }
+    return this._geometry;
+  }
+
+  /** Elapsed times of the live sessions shown, once a second (only their text changes). */
+  private _tick(): void {
+    if (!this.isVisible) {
+      return;
+    }
+    const now = Date.now();
+    for (const el of this._spacer.children) {
+      const row = this._rowOf.get((el as HTMLElement).dataset.sessionId ?? '');
+      if (row && !isTerminal(row.session.state)) {
+        const elapsed = el.querySelector('.jp-PrimeAgents-elapsed');
+        if (elapsed) {
+          elapsed.textContent = formatElapsed(elapsedSeconds(row.session, now));
+        }
+      }
+    }
   }
 
   private _renderChips(counts: Record<string, number>): void {
@@ -252,7 +329,7 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
     this._chips.replaceChildren(...chips);
   }
 
-  private _renderFooter(forest: { session: Session }[]): void {
+  private _renderFooter(forest: readonly ITreeNode[]): void {
     const all = this.sessions.sessions;
     let tokens = 0;
     let cost = 0;
@@ -295,7 +372,7 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
     return trans.__('No sessions match the filter.');
   }
 
-  private _renderWindow(): void {
+  private _renderWindow(viewport = this._viewport()): void {
     const rows = this._rows;
     this._spacer.style.height = `${rows.length * ROW_HEIGHT}px`;
     if (!rows.length) {
@@ -307,7 +384,7 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
     }
     this._empty.style.display = 'none';
     this._list.classList.remove('jp-mod-error');
-    const { start, end } = visibleRange(rows.length, this._list.scrollTop, this._list.clientHeight || 600, ROW_HEIGHT);
+    const { start, end } = visibleRange(rows.length, viewport.top, viewport.height, ROW_HEIGHT);
     const now = Date.now();
     const nodes: HTMLElement[] = [];
     for (let i = start; i < end; i++) {
@@ -456,6 +533,7 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
     } else if (top + ROW_HEIGHT > this._list.scrollTop + this._list.clientHeight) {
       this._list.scrollTop = top + ROW_HEIGHT - this._list.clientHeight;
     }
+    this._geometry = null;
     this._renderWindow();
   }
 
@@ -480,11 +558,16 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
   private _spacer: HTMLDivElement;
   private _empty: HTMLDivElement;
   private _footer: HTMLElement;
+  private _forest: ITreeNode[] = [];
+  /** Every session's node of `_forest`, and its row when shown. */
+  private _nodes = new Map<string, ITreeNode>();
+  private _rowOf = new Map<string, IRow>();
   private _rows: IRow[] = [];
   private _states = new Set<string>();
   private _collapsed = new Set<string>();
   private _selected: string | null = null;
   private _stale = false;
+  private _geometry: { top: number; height: number } | null = null;
   private _raf: number | null = null;
   private _ticker: ReturnType<typeof setInterval> | null = null;
 }
