@@ -673,6 +673,41 @@ test("a notebook's llm() call names its model; the Prime Agent kernel has its ow
   await expect(call.locator('.jp-PrimeEvent-head')).toContainText('llm()');
 });
 
+test('settings: the New agent form starts with the default model and budget; cancelling can skip the question', async ({
+  page,
+  request
+}) => {
+  const save = (raw: string) =>
+    page.evaluate(r => (window as any).jupyterapp.serviceManager.settings.save('prime-kernel:settings', r), raw);
+  await openLab(page);
+  await save(
+    JSON.stringify({ defaultModel: 'scripted/ui-slow', defaultBudget: { tokens: '50k', turns: '9' }, confirmBeforeCancel: false })
+  );
+  try {
+    await openLab(page); // the settings are read when Lab starts
+    await run(page, 'prime-kernel:new-agent');
+    const form = page.locator('.jp-PrimeAgents-form');
+    await expect(form.locator('input[aria-label="Model"]')).toHaveValue('scripted/ui-slow');
+    await expect(form.getByLabel('Token budget')).toHaveValue('50k');
+    await expect(form.getByLabel('Turn budget')).toHaveValue('9');
+    await form.locator('.jp-PrimeAgents-prompt').fill('Think with the defaults');
+    await form.getByRole('button', { name: 'Start' }).click();
+    const view = sessionView(page);
+    await expect(view.locator('.jp-PrimeSession-budget')).toContainText('tokens 50k');
+    await expect(view.locator('.jp-PrimeSession-budget')).toContainText('turns 9');
+    const id = (await view.getAttribute('id'))!.replace('prime-kernel-session-', '');
+    const row = rows(page).and(page.locator(`[data-session-id="${id}"]`));
+    await expect(row).toHaveAttribute('data-state', 'RUNNING', { timeout: 60_000 });
+    // No question: cancelled at once.
+    await run(page, 'prime-kernel:cancel', { id });
+    await expect(page.locator('.jp-Dialog')).toHaveCount(0);
+    await expect(row).toHaveAttribute('data-state', 'CANCELLED', { timeout: 30_000 });
+    expect((await (await request.get(`/api/prime/sessions/${id}`)).json()).state).toBe('CANCELLED');
+  } finally {
+    await save('{}');
+  }
+});
+
 test('1,000 sessions: an update costs at most 16 ms of main-thread time and never refetches the list', async ({
   page,
   request
