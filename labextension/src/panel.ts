@@ -14,7 +14,7 @@ import { h, stateBadge } from './dom';
 import { NewAgentForm } from './form';
 import { elapsedSeconds, formatCost, formatElapsed, formatTokens, sessionLabel } from './format';
 import { agentsIcon } from './icons';
-import { SESSION_STATES } from './protocol';
+import { Session, SESSION_STATES } from './protocol';
 import { isTerminal } from './states';
 import type { IAgentsColumn, IPrimeAgentsPanel, IPrimeSessions, IPrimeSettings, ISessionsChange } from './tokens';
 import { buildTree, countByState, filterTree, flattenTree, IRow, ITreeNode, visibleRange } from './tree';
@@ -27,6 +27,15 @@ export interface IAgentsPanelOptions {
   settings: IPrimeSettings;
   trans: TranslationBundle;
   openSession: (id: string) => void;
+}
+
+/** A row's node and what it shows. */
+interface IRenderedRow {
+  session: Session;
+  /** Its place and state in the list (index, depth, collapsed, matches, descendants, selected). */
+  key: string;
+  columns: readonly IAgentsColumn[];
+  node: HTMLElement;
 }
 
 export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
@@ -294,18 +303,23 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
       return;
     }
     const now = Date.now();
-    for (const el of this._spacer.children) {
-      const row = this._rowOf.get((el as HTMLElement).dataset.sessionId ?? '');
-      if (row && !isTerminal(row.session.state)) {
-        const elapsed = el.querySelector('.jp-PrimeAgents-elapsed');
+    for (const { session, node } of this._rendered.values()) {
+      if (!isTerminal(session.state)) {
+        const elapsed = node.querySelector('.jp-PrimeAgents-elapsed');
         if (elapsed) {
-          elapsed.textContent = formatElapsed(elapsedSeconds(row.session, now));
+          elapsed.textContent = formatElapsed(elapsedSeconds(session, now));
         }
       }
     }
   }
 
   private _renderChips(counts: Record<string, number>): void {
+    // Most updates change no count: the chips are drawn again only when one changed.
+    const key = `${this.sessions.sessions.length}|${[...this._states].join()}|${SESSION_STATES.map(st => counts[st]).join()}`;
+    if (key === this._chipsKey) {
+      return;
+    }
+    this._chipsKey = key;
     const trans = this._trans;
     const chip = (state: string, label: string, active: boolean, title?: string) =>
       h(
@@ -380,17 +394,35 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
       this._empty.style.display = '';
       this._list.classList.toggle('jp-mod-error', !!this.sessions.error);
       this._spacer.replaceChildren();
+      this._rendered.clear();
       return;
     }
     this._empty.style.display = 'none';
     this._list.classList.remove('jp-mod-error');
     const { start, end } = visibleRange(rows.length, viewport.top, viewport.height, ROW_HEIGHT);
     const now = Date.now();
-    const nodes: HTMLElement[] = [];
+    // Rows are placed by their `top`, so their order in the DOM does not matter: a row whose
+    // session and place are unchanged keeps its node, and only the others are drawn again —
+    // the browser then restyles and lays out just those.
+    const rendered = new Map<string, IRenderedRow>();
     for (let i = start; i < end; i++) {
-      nodes.push(this._renderRow(rows[i], i, now));
+      const row = rows[i];
+      const key = `${row.session.id}|${i}|${row.depth}|${row.collapsed}|${row.matches}|${row.descendants}|${row.session.id === this._selected}`;
+      const old = this._rendered.get(row.session.id);
+      const keep = old && old.session === row.session && old.key === key && old.columns === this._columns;
+      rendered.set(row.session.id, keep ? old : { session: row.session, key, columns: this._columns, node: this._renderRow(row, i, now) });
     }
-    this._spacer.replaceChildren(...nodes);
+    for (const [id, old] of this._rendered) {
+      if (rendered.get(id)?.node !== old.node) {
+        old.node.remove();
+      }
+    }
+    for (const r of rendered.values()) {
+      if (r.node.parentNode !== this._spacer) {
+        this._spacer.append(r.node);
+      }
+    }
+    this._rendered = rendered;
   }
 
   /** The model (or notebook), tokens and cost columns: own, and the subtree's when it differs. */
@@ -562,11 +594,14 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
   /** Every session's node of `_forest`, and its row when shown. */
   private _nodes = new Map<string, ITreeNode>();
   private _rowOf = new Map<string, IRow>();
+  /** The row nodes in the list, by session id, with what they were drawn from. */
+  private _rendered = new Map<string, IRenderedRow>();
   private _rows: IRow[] = [];
   private _states = new Set<string>();
   private _collapsed = new Set<string>();
   private _selected: string | null = null;
   private _stale = false;
+  private _chipsKey = '';
   private _geometry: { top: number; height: number } | null = null;
   private _raf: number | null = null;
   private _ticker: ReturnType<typeof setInterval> | null = null;

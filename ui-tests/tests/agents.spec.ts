@@ -92,6 +92,49 @@ async function formFits(page: Page, info: TestInfo): Promise<void> {
   await screenshot(page, info, 'new-agent-form', { x: 0, y: 0, width: Math.ceil(side.x + side.width) + 8, height: 520 });
 }
 
+/** An event of a Chrome trace (the fields read here). */
+interface ITraceEvent {
+  name: string;
+  ph: string;
+  ts: number;
+  dur?: number;
+  tdur?: number;
+  pid: number;
+  tid: number;
+}
+
+/**
+ * What each update of the session list cost the main thread, from a Chrome trace: the task
+ * that ran it (the one enclosing the end of its `prime-kernel:sessions-update` measure), by its
+ * CPU time (`tdur`) and wall time, and the style, layout and paint of the next frame (CPU), in
+ * ms. That frame may also draw other changes: an upper bound.
+ */
+function updateTasks(trace: { traceEvents: ITraceEvent[] } | ITraceEvent[]): { cpu: number; wall: number; render: number }[] {
+  const events = Array.isArray(trace) ? trace : trace.traceEvents;
+  const ends = events.filter(e => e.name === 'prime-kernel:sessions-update' && e.ph === 'e');
+  const main = (e: ITraceEvent) => ends.length > 0 && e.pid === ends[0].pid && e.tid === ends[0].tid && e.ph === 'X';
+  // Top-level work: a task, or a microtask checkpoint run between tasks (after a fetch).
+  const tasks = events
+    .filter(e => main(e) && ['ThreadControllerImpl::RunTask', 'RunTask', 'BlinkScheduler_PerformMicrotaskCheckpoint'].includes(e.name))
+    .sort((a, b) => a.ts - b.ts);
+  const rendering = events.filter(e => main(e) && ['UpdateLayoutTree', 'Layout', 'PrePaint', 'Paint', 'Layerize'].includes(e.name));
+  const holds = (task: ITraceEvent, ts: number) => task.ts <= ts && ts <= task.ts + (task.dur ?? 0);
+  const cpu = (task: ITraceEvent | undefined) => (task ? (task.tdur ?? task.dur ?? 0) / 1000 : 0);
+  return ends.map(end => {
+    // The outermost of the events holding it (a checkpoint may run inside a task).
+    const holding = tasks.filter(t => holds(t, end.ts)).sort((a, b) => (b.dur ?? 0) - (a.dur ?? 0));
+    if (!holding.length) {
+      throw new Error(`no task holds the update that ended at ${end.ts}`);
+    }
+    const task = holding[0];
+    const after = task.ts + (task.dur ?? 0);
+    const frame = tasks.find(t => t.ts >= after && rendering.some(r => holds(t, r.ts)));
+    // Only its style, layout and paint: the same task may also run other work.
+    const render = frame ? rendering.filter(r => holds(frame, r.ts)).reduce((sum, r) => sum + cpu(r), 0) : 0;
+    return { cpu: cpu(task), wall: (task.dur ?? 0) / 1000, render };
+  });
+}
+
 /** Start a command without waiting for it (it may wait for a dialog the test answers). */
 async function start(page: Page, command: string, args: Record<string, unknown> = {}) {
   await page.evaluate(
@@ -752,14 +795,14 @@ test('1,000 sessions: an update costs at most 16 ms of main-thread time and neve
       fetches.push(url.search);
     }
   });
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send('Performance.enable');
-  const taskSeconds = async () =>
-    ((await cdp.send('Performance.getMetrics')).metrics.find(m => m.name === 'TaskDuration')?.value ?? 0) as number;
+  // A Chrome trace of the updates: each update's User Timing measure (wall time) and the main
+  // thread's task that ran it, with its CPU time (`tdur`): on a shared machine a task can wait
+  // for a core, so the task's CPU time is its cost, its wall time an upper bound.
+  const browser = page.context().browser()!;
+  await browser.startTracing(page, { categories: ['toplevel', 'blink.user_timing', 'devtools.timeline'] });
   await page.evaluate(() => performance.clearMeasures('prime-kernel:sessions-update'));
   const cancelledBefore = all.filter(s => s.state === 'CANCELLED').length;
   const updates = 20;
-  const before = await taskSeconds();
   for (let i = 0; i < updates; i++) {
     expect((await request.delete(`/api/prime/sessions/${queued[i]}`)).status()).toBe(200);
     // Waited for in the page each frame: a locator's polling would walk Lab's whole DOM on the
@@ -769,26 +812,29 @@ test('1,000 sessions: an update costs at most 16 ms of main-thread time and neve
       `CANCELLED ${cancelledBefore + i + 1}`
     );
   }
-  const busy = ((await taskSeconds()) - before) * 1000;
+  const tasks = updateTasks(JSON.parse((await browser.stopTracing()).toString()));
   const measures = await page.evaluate(() =>
     performance.getEntriesByName('prime-kernel:sessions-update').map(m => ({
       ms: m.duration,
       ...((m as PerformanceMeasure).detail as { source: string; changed: number; total: number })
     }))
   );
-  const costs = measures.map(m => m.ms).sort((a, b) => a - b);
-  const median = costs[Math.floor(costs.length / 2)];
-  const max = costs[costs.length - 1];
+  const stats = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return `median ${sorted[Math.floor(sorted.length / 2)].toFixed(2)} ms, max ${sorted[sorted.length - 1].toFixed(2)} ms`;
+  };
+  const sources = measures.reduce<Record<string, number>>((acc, m) => ({ ...acc, [m.source]: (acc[m.source] ?? 0) + 1 }), {});
   const report =
-    `${measures.length} updates with ${all.length} sessions listed: median ${median.toFixed(2)} ms, max ${max.toFixed(2)} ms ` +
-    `(by source: ${JSON.stringify(measures.reduce<Record<string, number>>((acc, m) => ({ ...acc, [m.source]: (acc[m.source] ?? 0) + 1 }), {}))}); ` +
-    `largest: ${[...measures].sort((a, b) => b.ms - a.ms).slice(0, 3).map(m => `${m.ms.toFixed(1)} ms (${m.source}, ${m.changed} changed)`).join(', ')}; ` +
-    `all main-thread tasks during the ${updates} cancels: ${(busy / updates).toFixed(1)} ms per cancel; ` +
+    `${measures.length} updates (${JSON.stringify(sources)}) with ${all.length} sessions listed; ` +
+    `the update itself (User Timing, wall): ${stats(measures.map(m => m.ms))}; ` +
+    `the main-thread task that ran it (trace): CPU ${stats(tasks.map(t => t.cpu))}, wall ${stats(tasks.map(t => t.wall))}; ` +
+    `with the next frame's rendering: CPU ${stats(tasks.map(t => t.cpu + t.render))}; ` +
     `list fetches: ${fetches.length}, all with changed_after: ${fetches.every(q => q.includes('changed_after='))}`;
   console.log(`update cost: ${report}`);
   info.annotations.push({ type: 'update cost', description: report });
   expect(measures.length).toBeGreaterThanOrEqual(updates);
-  expect(max).toBeLessThanOrEqual(16);
+  expect(tasks.length).toBeGreaterThanOrEqual(updates);
+  expect(Math.max(...tasks.map(t => t.cpu + t.render))).toBeLessThanOrEqual(16);
   expect(fetches.length).toBeGreaterThan(0);
   expect(fetches.every(q => q.includes('changed_after='))).toBe(true);
 
