@@ -401,9 +401,8 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
     this._list.classList.remove('jp-mod-error');
     const { start, end } = visibleRange(rows.length, viewport.top, viewport.height, ROW_HEIGHT);
     const now = Date.now();
-    // Rows are placed by their `top`, so their order in the DOM does not matter: a row whose
-    // session and place are unchanged keeps its node, and only the others are drawn again —
-    // the browser then restyles and lays out just those.
+    // A row whose session and place are unchanged keeps its node, and only the others are
+    // drawn again: the browser then restyles and lays out just those.
     const rendered = new Map<string, IRenderedRow>();
     for (let i = start; i < end; i++) {
       const row = rows[i];
@@ -417,9 +416,13 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
         old.node.remove();
       }
     }
+    // In the DOM in the order shown (what a screen reader follows), moving as few as possible.
+    let next = this._spacer.firstChild;
     for (const r of rendered.values()) {
-      if (r.node.parentNode !== this._spacer) {
-        this._spacer.append(r.node);
+      if (r.node === next) {
+        next = next.nextSibling;
+      } else {
+        this._spacer.insertBefore(r.node, next);
       }
     }
     this._rendered = rendered;

@@ -368,6 +368,28 @@ test('filter by state and text, collapse subtrees', async ({ page }) => {
   await expect(page.locator('.jp-PrimeAgents-chip[data-state-filter="RUNNING"]')).toHaveCount(0);
 });
 
+test('extension points: a column added to the rows, the sessions read, as another extension would', async ({ page }) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  // The panel is the value of the IPrimeAgentsPanel token; its `sessions`, of IPrimeSessions.
+  const listed = await page.evaluate(() => {
+    const app = (window as any).jupyterapp;
+    const agents = [...app.shell.widgets('left')].find((w: any) => w.id === 'prime-kernel:agents');
+    (window as any).primeDepthColumn = agents.addColumn({
+      id: 'depth',
+      rank: 5,
+      title: 'depth in the tree',
+      render: (s: { depth: number }) => `depth ${s.depth}`
+    });
+    return agents.sessions.sessions.length as number;
+  });
+  expect(listed).toBeGreaterThan(0);
+  await expect(rows(page).first().locator('.jp-PrimeAgents-col-depth')).toHaveText('depth 0');
+  await expect(rows(page).first().locator('.jp-PrimeAgents-rowMeta > *').first()).toHaveClass(/jp-PrimeAgents-col-depth/);
+  await page.evaluate(() => (window as any).primeDepthColumn.dispose());
+  await expect(page.locator('.jp-PrimeAgents-col-depth')).toHaveCount(0);
+});
+
 test('a running agent: console on its kernel, message, cancel', async ({ page, request }) => {
   await openLab(page);
   await run(page, 'prime-kernel:open-agents');
