@@ -279,6 +279,11 @@ class Daemon(LoggingConfigurable):
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
+    def started(self) -> bool:
+        """Whether the daemon runs sessions yet (it takes requests a few seconds earlier)."""
+        return self._started.is_set()
+
+    @property
     def live(self) -> dict[str, LiveSession]:
         return self.registry.live
 
@@ -289,6 +294,7 @@ class Daemon(LoggingConfigurable):
         self.store.open()
         self.registry.load(self.store.load_sessions(), self.store.update_session)
         self._opened = True
+        self.recovery.adopt()
 
     async def start(self) -> None:
         global _current
