@@ -328,6 +328,7 @@ class Daemon(LoggingConfigurable):
         await asyncio.gather(*self._background, return_exceptions=True)
         if self.pool:
             await self.pool.close()
+        await self.router.close()
         await self.store.close()
         self.harness.close()
         if _current is self:

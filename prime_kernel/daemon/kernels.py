@@ -162,11 +162,18 @@ def describe_exit(code: int | None) -> str:
     if code is None:
         return "the kernel process is gone"
     if code < 0:
-        try:
-            return f"signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"signal {-code}"
+        return f"signal {_signal_name(-code)}"
+    if 128 < code < 128 + 65:
+        # What a wrapper (a shell, bubblewrap) reports for a child killed by a signal.
+        return f"exit code {code}: signal {_signal_name(code - 128)}"
     return f"exit code {code}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
 
 
 class KernelRunner:
