@@ -835,9 +835,11 @@ class Daemon(LoggingConfigurable):
                 names=True,
             )
         except asyncio.CancelledError:
-            # Interrupt what runs; a cell that ignores it is stopped when the kernel goes.
+            # Interrupt what runs; a cell that ignores it stays `busy` and its kernel is
+            # stopped the hard way when it is released (never kept for co-working).
             with contextlib.suppress(Exception):
                 await asyncio.shield(runner.interrupt())
+                await asyncio.shield(runner.settle(self.interrupt_grace))
             self.emit(live, EventKind.CELL, CellResult(code=code, status="cancelled").to_json())
             self._release_held(live)
             raise
