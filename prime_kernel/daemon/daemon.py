@@ -713,6 +713,26 @@ class Daemon(LoggingConfigurable):
             if asyncio.iscoroutine(result):
                 await result
 
+    def kernel_ended(self, kernel_id: str) -> None:
+        """A kernel was shut down outside the daemon (a person, in the Running panel): the
+        notebook session it stood for ends; an agent session's idle kernel is dropped (its
+        next run gets a new one, its REPL restored). A running cell sees the death itself."""
+        found = [lv for lv in self.live.values() if lv.record.kernel_id == kernel_id]
+        live = found[0] if found else None
+        if live is None or live.state.terminal:
+            return
+        if not live.record.is_agent:
+            self.tokens.revoke(kernel_id)
+            self.lifecycle.change(live.record, SessionState.DONE, reason="its kernel was shut down")
+            return
+        runner = live.runner
+        if runner is None or runner.kernel_id != kernel_id or runner.busy:
+            return
+        self.emit(live, EventKind.KERNEL, {"event": "gone", "detail": "shut down by a person"})
+        live.restore_reason = "Your kernel was shut down by a person and a new one was started."
+        self.spawn(self.release_kernel(live), f"gone-{live.id}")
+        live.record.update(kernel_id=None)
+
     def wake(self, live: LiveSession) -> None:
         """Start another run of an IDLE or INACTIVE agent's loop (a message arrived)."""
         if not live.record.is_agent or live.state not in (
@@ -869,8 +889,13 @@ class Daemon(LoggingConfigurable):
                 f"the session's kernel {event} ({detail}) {restarts} times; the limit is "
                 f"{self.max_kernel_restarts} (c.Daemon.max_kernel_restarts)"
             )
-        await runner.restart(timeout=self.kernel_start_timeout)
-        self._kernel_started(runner)
+        assert self.kernel_manager is not None
+        if runner.kernel_id in self.kernel_manager:
+            await runner.restart(timeout=self.kernel_start_timeout)
+            self._kernel_started(runner)
+        else:  # shut down by a person (the Running panel): a new kernel, a new id
+            await self.release_kernel(live)
+            await self._attach_kernel(live)
         self.emit(live, EventKind.KERNEL, {"event": "restarted", "detail": "a fresh kernel"})
         why = (
             f"Your kernel {'died' if event == 'died' else 'was killed'} ({detail}) and a new "

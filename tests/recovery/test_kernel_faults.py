@@ -148,3 +148,21 @@ async def test_a_huge_answer_while_others_list_sessions(daemon, script, jp_fetch
         await asyncio.sleep(0.01)
     assert listed and daemon.session_json(sid)["state"] == "DONE"
     assert len(await daemon.answer_bytes(sid)) > 150_000_000
+
+
+async def test_a_notebook_whose_kernel_is_shut_down_ends(
+    daemon, user_kernel, script, jp_fetch
+) -> None:
+    nb = await user_kernel()
+    model = script([{"code": "answer(7)"}])
+    assert await nb.value(f"rlm('x', model={model!r}).result()") == "7"
+    (notebook,) = [r for r in daemon.registry if not r.is_agent]
+    await jp_fetch("api", "kernels", nb.kernel_id, method="DELETE")
+    await wait_for(lambda: daemon.registry.get(notebook.id).terminal)
+    record = daemon.session_json(notebook.id)
+    assert record["state"] == "DONE"
+    states = [e["data"] for e in await events(daemon, notebook.id, "state")]
+    assert states[-1]["reason"] == "its kernel was shut down"
+    # Its child's answer stays retrievable.
+    (child,) = record["children"]
+    assert daemon.session_json(child)["answer_repr"] == "7"
