@@ -393,6 +393,7 @@ class Daemon(LoggingConfigurable):
         spec: str | None = None,
     ) -> dict[str, Any]:
         """Admit a new agent session and start running it; returns its record at once."""
+        await self.router.ready()  # validating a hosted model needs litellm: never on the loop
         parent = self.registry.get(parent_id) if parent_id else None
         record = self._admit(
             prompt,
@@ -416,6 +417,7 @@ class Daemon(LoggingConfigurable):
     ) -> list[dict[str, Any]]:
         """Admit many children at once (rlm.map): every request is checked before any is
         admitted, so a refused one admits nothing."""
+        await self.router.ready()
         parent = self.registry.get(parent_id)
         if len(requests) > self.max_batch:
             raise LimitExceeded(
@@ -1043,6 +1045,7 @@ class Daemon(LoggingConfigurable):
                 "(c.Daemon.max_llm_batch)"
             )
         model = self.resolve_model(model, caller.record)
+        await self.router.ready()
         self.router.validate(model)
         self.check_limits(caller)
         # A few calls at a time, each checked against the budget first, so a batch cannot
