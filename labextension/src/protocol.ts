@@ -321,29 +321,9 @@ export interface Session {
   kernel_alive: boolean;
   usage: {
     /** What a session (or a subtree) spent. */
-    own: {
-      prompt_tokens: number;
-      completion_tokens: number;
-      cached_tokens: number;
-      total_tokens: number;
-      cost: number;
-      model_calls: number;
-      cells: number;
-      wall_time: number;
-      kernel_time: number;
-    };
+    own: Usage;
     /** What a session (or a subtree) spent. */
-    subtree: {
-      prompt_tokens: number;
-      completion_tokens: number;
-      cached_tokens: number;
-      total_tokens: number;
-      cost: number;
-      model_calls: number;
-      cells: number;
-      wall_time: number;
-      kernel_time: number;
-    };
+    subtree: Usage;
   };
   children: Array<string>;
 }
@@ -369,59 +349,7 @@ export interface Sessionnotification {
 
 /** GET /api/prime/sessions: records newest first; `cursor` and `epoch` let a client ask for what changed since (`?changed_after=cursor`, valid while `epoch` is the same daemon run). */
 export interface Sessionlist {
-  sessions: Array<{
-    id: string;
-    name: string;
-    /** The task (cut to 500 characters in lists). */
-    prompt: string;
-    model: string | null;
-    state: "ADMITTED" | "RUNNING" | "IDLE" | "INACTIVE" | "DONE" | "FAILED" | "CANCELLED";
-    kind: "agent" | "notebook";
-    parent_id: string | null;
-    root_id: string;
-    depth: number;
-    notebook_path?: string | null;
-    kernel_id?: string | null;
-    created: number;
-    started?: number | null;
-    ended?: number | null;
-    error?: string | null;
-    answer_repr?: string | null;
-    context_type?: string | null;
-    budget?: Record<string, unknown> | null;
-    /** max_turns, persistent, spec, instructions, kernel_restarts */
-    options: Record<string, unknown>;
-    has_answer: boolean;
-    /** Whether its kernel is up (a person can attach a console). */
-    kernel_alive: boolean;
-    usage: {
-      /** What a session (or a subtree) spent. */
-      own: {
-        prompt_tokens: number;
-        completion_tokens: number;
-        cached_tokens: number;
-        total_tokens: number;
-        cost: number;
-        model_calls: number;
-        cells: number;
-        wall_time: number;
-        kernel_time: number;
-      };
-      /** What a session (or a subtree) spent. */
-      subtree: {
-        prompt_tokens: number;
-        completion_tokens: number;
-        cached_tokens: number;
-        total_tokens: number;
-        cost: number;
-        model_calls: number;
-        cells: number;
-        wall_time: number;
-        kernel_time: number;
-      };
-    };
-    children: Array<string>;
-  }>;
+  sessions: Array<Session>;
   cursor: number;
   epoch: string;
 }

@@ -34,8 +34,14 @@ def _pascal(name: str) -> str:
     return "".join(part.capitalize() for part in re.split(r"[_\W]+", name) if part)
 
 
-def _ts(schema: dict[str, Any], indent: str = "") -> str:
+# Schemas emitted as named interfaces: where one is nested in another, it is referred to by name.
+NAMED = (records.USAGE, records.SESSION, records.EVENT, records.NOTIFICATION, records.LIST)
+
+
+def _ts(schema: dict[str, Any], indent: str = "", *, top: bool = False) -> str:
     """A TypeScript type for the subset of JSON Schema the protocol uses."""
+    if not top and any(schema is named for named in NAMED):
+        return _pascal(schema["title"])
     if "$ref" in schema:
         return _pascal(rest.schema(schema["$ref"].removesuffix(".json")).get("title") or "")
     if "enum" in schema:
@@ -72,7 +78,7 @@ def _ts(schema: dict[str, Any], indent: str = "") -> str:
 def _interface(name: str, schema: dict[str, Any]) -> str:
     doc = schema.get("description")
     head = f"/** {doc} */\n" if doc else ""
-    return f"{head}export interface {name} {_ts(schema)}\n"
+    return f"{head}export interface {name} {_ts(schema, top=True)}\n"
 
 
 def _const(name: str, value: Any, kind: str) -> str:
@@ -141,13 +147,7 @@ def typescript() -> str:
         )
     )
     out.append(_const("SESSION_EVENT_SCHEMA", records.SESSION_EVENT_SCHEMA_ID, "string"))
-    for schema in (
-        records.USAGE,
-        records.SESSION,
-        records.EVENT,
-        records.NOTIFICATION,
-        records.LIST,
-    ):
+    for schema in NAMED:
         out.append(_interface(_pascal(schema["title"]), schema))
     for name in rest.names():
         schema = rest.schema(name)
