@@ -284,17 +284,6 @@ export const HARNESS_KINDS: Readonly<Record<HarnessKind, { folder: string; title
 
 export const SESSION_EVENT_SCHEMA: string = "https://events.prime-kernel.dev/prime_kernel/session/v1";
 
-/** One event of a session's trajectory; `data` depends on `kind`. */
-export type TrajectoryEvent<K extends EventKind = EventKind> = {
-  [P in K]: {
-    seq: number;
-    session_id: string;
-    ts: number;
-    kind: P;
-    data: EventDataMap[P];
-  };
-}[K];
-
 /** What a session (or a subtree) spent. */
 export interface Usage {
   prompt_tokens: number;
@@ -342,6 +331,17 @@ export interface Session {
   };
   children: Array<string>;
 }
+
+/** One event of a session's trajectory; `data` depends on `kind`. */
+export type TrajectoryEvent<K extends EventKind = EventKind> = {
+  [P in K]: {
+    seq: number;
+    session_id: string;
+    ts: number;
+    kind: P;
+    data: EventDataMap[P];
+  };
+}[K];
 
 /** Pushed on jupyter_server's event bus for every trajectory event. */
 export interface SessionNotification {

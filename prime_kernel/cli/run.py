@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..protocol.states import SessionState
 from ..util.format import output_text
 from .common import dump_json, fmt_usage
 
@@ -239,7 +240,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise
     finally:
         app.io_loop.run_sync(app._cleanup)
-    ok = result["state"] == "DONE"
+    ok = result["state"] == SessionState.DONE.value
     if args.json:
         print(json.dumps(_json_result(result), default=repr, indent=2))
     else:

@@ -279,6 +279,11 @@ class Daemon(LoggingConfigurable):
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
+    def started(self) -> bool:
+        """Whether the daemon runs sessions yet (it takes requests a few seconds earlier)."""
+        return self._started.is_set()
+
+    @property
     def live(self) -> dict[str, LiveSession]:
         return self.registry.live
 
@@ -289,6 +294,7 @@ class Daemon(LoggingConfigurable):
         self.store.open()
         self.registry.load(self.store.load_sessions(), self.store.update_session)
         self._opened = True
+        self.recovery.adopt()
 
     async def start(self) -> None:
         global _current
@@ -322,6 +328,7 @@ class Daemon(LoggingConfigurable):
         await asyncio.gather(*self._background, return_exceptions=True)
         if self.pool:
             await self.pool.close()
+        await self.router.close()
         await self.store.close()
         self.harness.close()
         if _current is self:
@@ -386,6 +393,7 @@ class Daemon(LoggingConfigurable):
         spec: str | None = None,
     ) -> dict[str, Any]:
         """Admit a new agent session and start running it; returns its record at once."""
+        await self.router.ready()  # validating a hosted model needs litellm: never on the loop
         parent = self.registry.get(parent_id) if parent_id else None
         record = self._admit(
             prompt,
@@ -409,6 +417,7 @@ class Daemon(LoggingConfigurable):
     ) -> list[dict[str, Any]]:
         """Admit many children at once (rlm.map): every request is checked before any is
         admitted, so a refused one admits nothing."""
+        await self.router.ready()
         parent = self.registry.get(parent_id)
         if len(requests) > self.max_batch:
             raise LimitExceeded(
@@ -706,6 +715,26 @@ class Daemon(LoggingConfigurable):
             if asyncio.iscoroutine(result):
                 await result
 
+    def kernel_ended(self, kernel_id: str) -> None:
+        """A kernel was shut down outside the daemon (a person, in the Running panel): the
+        notebook session it stood for ends; an agent session's idle kernel is dropped (its
+        next run gets a new one, its REPL restored). A running cell sees the death itself."""
+        found = [lv for lv in self.live.values() if lv.record.kernel_id == kernel_id]
+        live = found[0] if found else None
+        if live is None or live.state.terminal:
+            return
+        if not live.record.is_agent:
+            self.tokens.revoke(kernel_id)
+            self.lifecycle.change(live.record, SessionState.DONE, reason="its kernel was shut down")
+            return
+        runner = live.runner
+        if runner is None or runner.kernel_id != kernel_id or runner.busy:
+            return
+        self.emit(live, EventKind.KERNEL, {"event": "gone", "detail": "shut down by a person"})
+        live.restore_reason = "Your kernel was shut down by a person and a new one was started."
+        self.spawn(self.release_kernel(live), f"gone-{live.id}")
+        live.record.update(kernel_id=None)
+
     def wake(self, live: LiveSession) -> None:
         """Start another run of an IDLE or INACTIVE agent's loop (a message arrived)."""
         if not live.record.is_agent or live.state not in (
@@ -828,9 +857,11 @@ class Daemon(LoggingConfigurable):
                 names=True,
             )
         except asyncio.CancelledError:
-            # Interrupt what runs; a cell that ignores it is stopped when the kernel goes.
+            # Interrupt what runs; a cell that ignores it stays `busy` and its kernel is
+            # stopped the hard way when it is released (never kept for co-working).
             with contextlib.suppress(Exception):
                 await asyncio.shield(runner.interrupt())
+                await asyncio.shield(runner.settle(self.interrupt_grace))
             self.emit(live, EventKind.CELL, CellResult(code=code, status="cancelled").to_json())
             self._release_held(live)
             raise
@@ -860,8 +891,13 @@ class Daemon(LoggingConfigurable):
                 f"the session's kernel {event} ({detail}) {restarts} times; the limit is "
                 f"{self.max_kernel_restarts} (c.Daemon.max_kernel_restarts)"
             )
-        await runner.restart(timeout=self.kernel_start_timeout)
-        self._kernel_started(runner)
+        assert self.kernel_manager is not None
+        if runner.kernel_id in self.kernel_manager:
+            await runner.restart(timeout=self.kernel_start_timeout)
+            self._kernel_started(runner)
+        else:  # shut down by a person (the Running panel): a new kernel, a new id
+            await self.release_kernel(live)
+            await self._attach_kernel(live)
         self.emit(live, EventKind.KERNEL, {"event": "restarted", "detail": "a fresh kernel"})
         why = (
             f"Your kernel {'died' if event == 'died' else 'was killed'} ({detail}) and a new "
@@ -1009,6 +1045,7 @@ class Daemon(LoggingConfigurable):
                 "(c.Daemon.max_llm_batch)"
             )
         model = self.resolve_model(model, caller.record)
+        await self.router.ready()
         self.router.validate(model)
         self.check_limits(caller)
         # A few calls at a time, each checked against the budget first, so a batch cannot

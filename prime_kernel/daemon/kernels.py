@@ -162,11 +162,18 @@ def describe_exit(code: int | None) -> str:
     if code is None:
         return "the kernel process is gone"
     if code < 0:
-        try:
-            return f"signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"signal {-code}"
+        return f"signal {_signal_name(-code)}"
+    if 128 < code < 128 + 65:
+        # What a wrapper (a shell, bubblewrap) reports for a child killed by a signal.
+        return f"exit code {code}: signal {_signal_name(code - 128)}"
     return f"exit code {code}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
 
 
 class KernelRunner:
@@ -193,6 +200,8 @@ class KernelRunner:
         self._foreign: dict[str, _Collector] = {}
         self._pump: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self.wedged = False
+        self._inflight: str | None = None
 
     @property
     def km(self) -> AsyncKernelManager:
@@ -203,7 +212,7 @@ class KernelRunner:
     @property
     def busy(self) -> bool:
         """Whether one of our cells is running (or was given up on and never finished)."""
-        return self._lock.locked()
+        return self._lock.locked() or self.wedged
 
     @property
     def pid(self) -> int | None:
@@ -302,6 +311,10 @@ class KernelRunner:
                 user_expressions=expressions,
             )
             self._pending[msg_id] = collector
+            self._inflight = msg_id
+            # Until its reply comes, the kernel may still be running this cell (a cancelled
+            # wait, an interrupt it ignored): it is not free for co-working or the pool.
+            self.wedged = True
             try:
                 reply = await self._wait_reply(msg_id, timeout, result)
                 if reply is None and result.status == "ok":
@@ -316,6 +329,7 @@ class KernelRunner:
             finally:
                 self._pending.pop(msg_id, None)
             if reply is not None:
+                self.wedged = False
                 content = reply["content"]
                 if result.execution_count is None:
                     result.execution_count = content.get("execution_count")
@@ -351,6 +365,16 @@ class KernelRunner:
             if (reply.get("parent_header") or {}).get("msg_id") == msg_id:
                 return reply
 
+    async def settle(self, grace: float) -> bool:
+        """After an execute whose wait was cancelled: give the kernel `grace` seconds to finish
+        that cell (it was interrupted); whether it did (then it is free again)."""
+        async with self._lock:
+            msg_id = self._inflight
+            if self.wedged and msg_id is not None:
+                reply = await self._wait_reply(msg_id, grace, CellResult(code=""))
+                self.wedged = reply is None
+        return not self.wedged
+
     async def interrupt(self) -> None:
         # Annotated `-> None`, but it returns the kernel's own interrupt_kernel() result, a
         # coroutine for an AsyncKernelManager.
@@ -379,6 +403,7 @@ class KernelRunner:
         self.client = self.km.client()
         self._pending.clear()
         self._foreign.clear()
+        self.wedged = False
         await self.start(timeout)
 
 

@@ -49,6 +49,8 @@ class Recovery:
         self._unloaded: set[str] = set()
         # Of those, the ones that were running: the model must be told what was in flight.
         self._interrupted: set[str] = set()
+        # Queued or running when the earlier daemon stopped: run again once this one can.
+        self._to_run: list[LiveSession] = []
 
     # -- stopping -----------------------------------------------------------------------------
     async def suspend_all(self) -> None:
@@ -90,7 +92,9 @@ class Recovery:
                     Path(connection_file).unlink()
             store.forget_kernel(row["kernel_id"])
 
-    def resume(self) -> None:
+    def adopt(self) -> None:
+        """When the store is opened: take back what an earlier daemon left unfinished, so that
+        records say the truth at once (an IDLE session has no kernel any more: INACTIVE)."""
         daemon = self.daemon
         for record in list(daemon.registry):
             if record.terminal or record.id in daemon.live:
@@ -111,18 +115,31 @@ class Recovery:
                 live.restore_reason = RESTARTED
             if record.kernel_id is not None:
                 record.update(kernel_id=None)
-            if state in (SessionState.ADMITTED, SessionState.RUNNING) and daemon.auto_resume:
-                if state == SessionState.ADMITTED:
+            if state == SessionState.IDLE:
+                daemon.lifecycle.change(
+                    record, SessionState.INACTIVE, reason="its daemon stopped; a message wakes it"
+                )
+            elif state in (SessionState.ADMITTED, SessionState.RUNNING):
+                self._to_run.append(live)
+
+    def resume(self) -> None:
+        """Once the daemon can run sessions: queue again what was queued or running (or, with
+        `auto_resume` off, leave it INACTIVE until it is woken)."""
+        daemon = self.daemon
+        for live in self._to_run:
+            if live.state.terminal:
+                continue  # cancelled while the daemon was starting
+            if not daemon.auto_resume:
+                daemon.lifecycle.change(
+                    live.record,
+                    SessionState.INACTIVE,
+                    reason="its daemon stopped; a message (or `prime-agent resume`) wakes it",
+                )
+            else:
+                if live.state == SessionState.ADMITTED:
                     daemon.emit(live, EventKind.RESUME, {"reason": "queued again after a restart"})
                 daemon.start_run(live)
-            elif state != SessionState.INACTIVE:
-                daemon.lifecycle.change(
-                    record,
-                    SessionState.INACTIVE,
-                    reason="its daemon stopped; a message (or `prime-agent resume`) wakes it"
-                    if state != SessionState.IDLE
-                    else "its daemon stopped; a message wakes it",
-                )
+        self._to_run.clear()
 
     async def prepare(self, live: LiveSession) -> None:
         """Before a run of a session taken over from an earlier daemon: its conversation back

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from .entries import KINDS
+
 if TYPE_CHECKING:
     from .entries import Entry
     from .harness import Harness
@@ -44,7 +46,7 @@ class _Budget:
 def build_context(harness: Harness, record: dict[str, Any]) -> str:
     options = record.get("options") or {}
     entries, _ = harness.list()
-    by_kind: dict[str, list[Entry]] = {k: [] for k in ("note", "memory", "skill", "spec")}
+    by_kind: dict[str, list[Entry]] = {k: [] for k in KINDS}
     for e in entries:
         by_kind[e.kind].append(e)
     budget = _Budget(max(0, harness.context_chars))

@@ -19,11 +19,13 @@ from typing import Any
 import yaml
 
 from ..protocol.errors import FrontMatterError, InvalidEntry
+from ..protocol.harness import ALIASES
+from ..protocol.harness import KINDS as SPECS
 
-KINDS = ("note", "memory", "skill", "spec")
+KINDS = tuple(k.value for k in SPECS)
 # Folder of each kind under a harness root; also accepted in URLs and the REPL.
-DIRS = {"note": "notes", "memory": "memory", "skill": "skills", "spec": "specs"}
-_ALIASES = {**{d: k for k, d in DIRS.items()}, **{k: k for k in KINDS}, "memories": "memory"}
+DIRS = {k.value: s.folder for k, s in SPECS.items()}
+_ALIASES = {name: kind.value for name, kind in ALIASES.items()}
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 MAX_ID = 64

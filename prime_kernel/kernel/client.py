@@ -14,7 +14,9 @@ import http.client
 import json
 import os
 import socket
+import sys
 import threading
+import time
 import urllib.parse
 from typing import Any
 
@@ -31,6 +33,7 @@ from ..protocol.errors import (
     NotFound,
     PrimeError,
     TooLarge,
+    Unavailable,
     from_json,
 )
 from ..protocol.wire import KERNEL_API, TOKEN_ENV, TOKEN_HEADER, URL_ENV
@@ -49,6 +52,9 @@ __all__ = [
     "TooLarge",
 ]
 
+
+# Longest a call waits for a daemon that is still starting.
+STARTING_WAIT = 120.0
 
 _lock = threading.Lock()
 _credentials: tuple[str, str] | None = None
@@ -141,6 +147,31 @@ class DaemonClient:
         raw: bytes | None = None,
         timeout: float = 60,
         binary: bool = False,
+    ) -> Any:
+        """One call to the daemon. While it is still starting (a server just started imports
+        its model library for a few seconds), say so once in the cell and wait for it."""
+        deadline = time.monotonic() + STARTING_WAIT
+        told = False
+        while True:
+            try:
+                return self._request(method, path, body, query, raw, timeout, binary)
+            except Unavailable as e:
+                if not e.data.get("starting") or time.monotonic() > deadline:
+                    raise
+                if not told:
+                    print("[prime] the daemon is still starting; waiting for it…", file=sys.stderr)
+                    told = True
+                time.sleep(float(e.data.get("retry_after") or 0.5))
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        query: dict[str, Any] | None,
+        raw: bytes | None,
+        timeout: float,
+        binary: bool,
     ) -> Any:
         conn, base = self._connection(timeout)
         target = base.rstrip("/") + KERNEL_API + "/" + path.lstrip("/")

@@ -134,7 +134,7 @@ class Kind:
         return list(_client().request("GET", f"harness/{self.kind}/{_q(id)}/history")["versions"])
 
 
-class Harness:
+class HarnessClient:
     """`harness.notes`, `harness.memory`, `harness.skills`, `harness.specs`."""
 
     def __init__(self) -> None:
@@ -233,7 +233,7 @@ def refine(instructions: str | None = None, *, session_id: str | None = None) ->
     return dict(_client().request("POST", "harness/refine", body, timeout=600))
 
 
-harness = Harness()
+harness = HarnessClient()
 
 # What `install()` pushes into a REPL namespace (see primitives._EXPORTS).
 EXPORTS = {"harness": harness, "skill": skill, "refine": refine}

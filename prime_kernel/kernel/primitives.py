@@ -15,6 +15,7 @@ from typing import Any
 
 from ..protocol.errors import BudgetExceeded, Cancelled, ChildBudgetExceeded, ChildFailed
 from ..protocol.states import TERMINAL as ENDED
+from ..protocol.states import SessionState
 from . import safe_pickle
 from .client import DaemonClient
 from .harness import EXPORTS as HARNESS_EXPORTS
@@ -112,7 +113,7 @@ class Handle:
 
     def _settled(self, record: dict[str, Any]) -> bool:
         return record.get("state") in TERMINAL or (
-            record.get("state") == "IDLE" and bool(record.get("has_answer"))
+            record.get("state") == SessionState.IDLE.value and bool(record.get("has_answer"))
         )
 
     def wait(self, timeout: float | None = None) -> dict[str, Any]:
@@ -144,9 +145,9 @@ class Handle:
         """
         record = self.wait(timeout)
         state = record["state"]
-        if state == "CANCELLED":
+        if state == SessionState.CANCELLED.value:
             raise Cancelled(f"session {self.session_id} was cancelled")
-        if state == "FAILED":
+        if state == SessionState.FAILED.value:
             partial = self._answer(trusted) if record.get("has_answer") else None
             over = bool((record.get("budget") or {}).get("exceeded"))
             raise (ChildBudgetExceeded if over else ChildFailed)(

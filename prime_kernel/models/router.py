@@ -7,6 +7,7 @@ starts, completion with usage and cost, and whether a model takes native tool ca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import threading
@@ -77,6 +78,15 @@ class ModelRouter:
         if self._litellm is None:
             self._litellm = import_litellm()
         return self._litellm
+
+    async def close(self) -> None:
+        """Stop litellm's background logging worker (a task on this loop), if it runs."""
+        if self._litellm is None:
+            return
+        with contextlib.suppress(ImportError):
+            from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
+
+            await GLOBAL_LOGGING_WORKER.stop(discard_pending=True, timeout=2)
 
     async def ready(self) -> None:
         """Import litellm off the event loop so a starting server stays responsive."""

@@ -35,10 +35,11 @@ def _pascal(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\W]+", name) if part)
 
 
-# Schemas emitted as named interfaces: where one is nested in another, the TypeScript names it.
-_NAMED = (
+# Schemas emitted as named types: where one is nested in another, it is referred to by name.
+NAMED = (
     records.USAGE,
     records.SESSION,
+    records.EVENT,
     records.NOTIFICATION,
     records.LIST,
     records.MODELS,
@@ -49,10 +50,10 @@ _NAMED = (
 
 def _ts(schema: dict[str, Any], indent: str = "", *, top: bool = False) -> str:
     """A TypeScript type for the subset of JSON Schema the protocol uses."""
+    if not top and any(schema is named for named in NAMED):
+        return _pascal(schema["title"])
     if "$ref" in schema:
         return _pascal(rest.schema(schema["$ref"].removesuffix(".json")).get("title") or "")
-    if not top and any(schema is named for named in _NAMED):
-        return _pascal(schema["title"])
     if "enum" in schema:
         return " | ".join(json.dumps(v) for v in schema["enum"])
     kinds = schema.get("type", "object")
@@ -182,9 +183,11 @@ def typescript() -> str:
         )
     )
     out.append(_const("SESSION_EVENT_SCHEMA", records.SESSION_EVENT_SCHEMA_ID, "string"))
-    out.append(_event_type())
-    for schema in _NAMED:
-        out.append(_interface(_pascal(schema["title"]), schema))
+    for schema in NAMED:
+        if schema is records.EVENT:
+            out.append(_event_type())
+        else:
+            out.append(_interface(_pascal(schema["title"]), schema))
     for name in rest.names():
         schema = rest.schema(name)
         out.append(_interface(_pascal(schema.get("title") or name), schema))

@@ -87,6 +87,9 @@ class PrimeApp(ExtensionApp):
         serverapp.event_logger.add_listener(
             schema_id=status.KERNEL_ACTIONS, listener=grants.on_kernel_action
         )
+        serverapp.event_logger.add_listener(
+            schema_id=status.KERNEL_ACTIONS, listener=self._kernel_action
+        )
         if self.connect_all_kernels:
             factory = KernelProvisionerFactory.instance()
             self._default_provisioner = factory.default_provisioner_name
@@ -115,6 +118,10 @@ class PrimeApp(ExtensionApp):
         if self._default_provisioner is not None:  # the factory is process-wide
             KernelProvisionerFactory.instance().default_provisioner_name = self._default_provisioner
             self._default_provisioner = None
+
+    async def _kernel_action(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        if data.get("action") == "shutdown" and self.daemon is not None:
+            self.daemon.kernel_ended(str(data.get("kernel_id")))
 
     def _emit(self, note: SessionEvent) -> None:
         assert self.serverapp is not None and self.serverapp.event_logger is not None

@@ -22,7 +22,7 @@ from tornado import web
 from ..daemon.daemon import Daemon
 from ..daemon.session import LiveSession
 from ..protocol import rest
-from ..protocol.errors import InvalidRequest, NotFound, PrimeError
+from ..protocol.errors import InvalidRequest, NotFound, PrimeError, Unavailable
 from ..protocol.wire import TOKEN_HEADER
 
 AUTH_RESOURCE = "prime"
@@ -147,6 +147,10 @@ class KernelHandler(PrimeHandler):
     async def prepare(self, **kwargs: Any) -> None:
         await super().prepare(**kwargs)
         self.caller = await self.daemon.caller(self.request.headers.get(TOKEN_HEADER))
+        if not self.daemon.started and self.request.method != "GET":
+            # A change made now would wait for the daemon's start on the server's side, with
+            # nothing said in the cell; the kernel's client says so and retries.
+            raise Unavailable("the Prime daemon is still starting", starting=True, retry_after=0.5)
 
 
 class NoRouteHandler(PrimeHandler):

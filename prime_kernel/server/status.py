@@ -1,6 +1,7 @@
 """How agents run here, and kernels that ask for agents.
 
-GET /api/prime/status: the version and the sandbox mode (and what it protects).
+GET /api/prime/status: the version, whether the daemon runs sessions yet (it takes requests
+while it is still starting), and the sandbox mode (and what it protects).
 
 POST /api/prime/capability: a person gives one of their kernels the right to start agents.
 Called by JupyterLab's Agents extension, with the user's own authenticated server session, when
@@ -53,7 +54,9 @@ class Grants:
 class StatusHandler(UserHandler):
     async def get(self) -> None:
         sandbox = sandbox_status(self.settings.get("prime_sandbox"))
-        self.write_json({"version": version("prime_kernel"), "sandbox": sandbox})
+        self.write_json(
+            {"version": version("prime_kernel"), "started": self.daemon.started, "sandbox": sandbox}
+        )
 
 
 class CapabilityHandler(UserHandler):

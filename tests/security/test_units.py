@@ -14,6 +14,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from prime_kernel.daemon.sandbox import Layout, Sandbox
+from prime_kernel.kernel import safe_pickle
+from prime_kernel.kernel.safe_pickle import UnpicklingRefused
 from prime_kernel.util.redact import (
     REDACTED,
     Scrubber,
@@ -21,10 +25,6 @@ from prime_kernel.util.redact import (
     scrub,
     secrets_of,
 )
-
-from prime_kernel.daemon.sandbox import Layout, Sandbox
-from prime_kernel.kernel import safe_pickle
-from prime_kernel.kernel.safe_pickle import UnpicklingRefused
 
 # -- the restricted unpickler --------------------------------------------------------------
 PLAIN = [

@@ -7,43 +7,12 @@ credentials; kernel endpoints must answer 401 without a session token and with a
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 from tornado.httpclient import HTTPClientError
 
-METHODS = ("get", "post", "put", "patch", "delete")
-
-
-def concrete(pattern: str) -> str:
-    """A URL the route pattern matches, with made-up values for its parameters."""
-
-    def sample(match: re.Match[str]) -> str:
-        body = match.group(2)
-        for candidate in (*body.split("|"), "x1", "1"):
-            if re.fullmatch(body, candidate):
-                return candidate
-        raise AssertionError(f"no sample value for {match.group(0)}")
-
-    url = re.sub(r"\(\?P<(\w+)>([^)]*)\)", sample, pattern).rstrip("$")
-    assert re.fullmatch(pattern, url), (pattern, url)
-    return url
-
-
-def routes(serverapp: Any) -> list[tuple[str, str, bool]]:
-    from tornado.web import RequestHandler
-
-    apps = serverapp.extension_manager.extension_apps["prime_kernel"]
-    out = []
-    for app in apps:
-        for pattern, handler, *_ in app.handlers:
-            kernel = "/api/prime/kernel/" in pattern
-            for method in METHODS:
-                impl = getattr(handler, method, None)
-                if impl is not None and impl is not getattr(RequestHandler, method):
-                    out.append((method.upper(), concrete(pattern), kernel))
-    return out
+from .routes import routes
 
 
 async def test_every_endpoint_needs_credentials(

@@ -237,11 +237,11 @@ async def test_rest_api(daemon, jp_fetch, script):
 
 async def test_a_second_daemon_on_the_same_root_is_refused(daemon, tmp_path):
     from prime_kernel.daemon.daemon import Daemon
-    from prime_kernel.daemon.store import StoreUnavailable
+    from prime_kernel.protocol.errors import Unavailable
 
     # Two daemons resuming the same sessions would run them twice: the store is claimed.
     other = Daemon(root_dir=daemon.root_dir, store_dir=daemon.store_dir)
-    with pytest.raises(StoreUnavailable, match="another Prime daemon is using the store"):
+    with pytest.raises(Unavailable, match="another Prime daemon is using the store"):
         other.open()
 
 

@@ -16,7 +16,7 @@ mailboxes, kernels, schedules and blobs.
 
 from __future__ import annotations
 
-from .base import Store, StoreUnavailable
+from .base import Store
 from .sqlite import SqliteStore
 
-__all__ = ["SqliteStore", "Store", "StoreUnavailable"]
+__all__ = ["SqliteStore", "Store"]

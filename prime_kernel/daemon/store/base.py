@@ -7,15 +7,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from ...protocol.errors import Unavailable
-
 # Who has read a message: the model (shown at its next turn) and `recv()` in the REPL read
 # independently, so each reader gets every message once.
 Reader = Literal["model", "recv"]
-
-
-class StoreUnavailable(Unavailable):
-    """The store cannot be written (or is held by another daemon); nothing is acknowledged."""
 
 
 class Store(abc.ABC):
@@ -34,7 +28,7 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def flush(self, timeout: float | None = None) -> None:
-        """Return once every write enqueued so far is durable (StoreUnavailable if it cannot
+        """Return once every write enqueued so far is durable (Unavailable if it cannot
         be made so within `timeout`)."""
 
     @abc.abstractmethod

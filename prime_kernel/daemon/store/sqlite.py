@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ...protocol.errors import Unavailable
 from ...util.files import atomic_write, new_id, private_dir
-from .base import Reader, Store, StoreUnavailable
+from .base import Reader, Store
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ class SqliteStore(Store):
         try:
             await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except asyncio.TimeoutError:
-            raise StoreUnavailable(
+            raise Unavailable(
                 f"the store at {self.path} cannot be written ({self.failure or 'busy'}); "
                 "nothing was acknowledged"
             ) from None
@@ -187,7 +188,7 @@ class SqliteStore(Store):
         except sqlite3.OperationalError as e:
             db.close()
             if "locked" in str(e) or "busy" in str(e):
-                raise StoreUnavailable(
+                raise Unavailable(
                     f"another Prime daemon is using the store at {self.path} (a server or "
                     "`prime-agent run` on the same root); stop it or use another root"
                 ) from None
@@ -205,7 +206,7 @@ class SqliteStore(Store):
                 db.execute(statement)
             version = 1
         if version > SCHEMA_VERSION:
-            raise StoreUnavailable(
+            raise Unavailable(
                 f"the store at {self.path} has schema version {version}, newer than this "
                 f"prime_kernel understands ({SCHEMA_VERSION}): upgrade prime_kernel"
             )
@@ -220,14 +221,14 @@ class SqliteStore(Store):
         self, fn: Callable[[sqlite3.Connection], Any] | None, *, write: bool
     ) -> concurrent.futures.Future[Any]:
         if self._thread is None:
-            raise StoreUnavailable("the store is not open")
+            raise Unavailable("the store is not open")
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._queue.put(_Op(fn, write, future))
         return future
 
     def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> None:
         if self._thread is None:
-            raise StoreUnavailable("the store is not open")
+            raise Unavailable("the store is not open")
         self._queue.put(_Op(fn, True))
 
     async def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:

@@ -1,0 +1,152 @@
+"""A real jupyter_server with the Prime extension in a process of its own, to be killed for real
+(SIGKILL, SIGTERM) and started again on the same root. Used by the recovery tests and by
+bench/bench_recovery.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+TOKEN = "recovery-test-token-0123456789"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServerProcess:
+    """`jupyter server` on `root`, its scripted models from `scripts` (PRIME_SCRIPTS)."""
+
+    def __init__(
+        self,
+        root: Path,
+        scripts: dict[str, Any],
+        daemon: dict[str, Any] | None = None,
+        *,
+        log: Path | None = None,
+    ) -> None:
+        self.root = root
+        self.home = root.parent / f"{root.name}-home"
+        self.home.mkdir(exist_ok=True)
+        self.scripts = self.home / "scripts.json"
+        self.scripts.write_text(json.dumps(scripts))
+        self.daemon = {"pool_size": 1, "default_model": "scripted/echo", **(daemon or {})}
+        self.log = log or self.home / "server.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.starts = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 120) -> float:
+        """Start the server; seconds until the daemon answers."""
+        self.port = free_port()
+        self.starts += 1
+        config = self.home / "jupyter_server_config.json"
+        config.write_text(
+            json.dumps(
+                {
+                    "ServerApp": {
+                        "jpserver_extensions": {"prime_kernel": True},
+                        "port": self.port,
+                        "ip": "127.0.0.1",
+                        "root_dir": str(self.root),
+                        "open_browser": False,
+                        "allow_root": True,
+                    },
+                    "IdentityProvider": {"token": TOKEN},
+                    "Daemon": self.daemon,
+                }
+            )
+        )
+        env = {
+            **os.environ,
+            "PRIME_SCRIPTS": str(self.scripts),
+            "JUPYTER_CONFIG_DIR": str(self.home),
+            # A runtime folder per start: what the dead server left is its own.
+            "JUPYTER_RUNTIME_DIR": str(self.home / f"runtime-{self.starts}"),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "LITELLM_OFFLINE_MODE": "true",
+        }
+        out = self.log.open("ab")
+        started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyter_server", f"--config={config}"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = started + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the server exited ({self.proc.returncode}); see {self.log}")
+            try:
+                if self.get("status")["started"]:
+                    return time.monotonic() - started
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"the server did not answer in {timeout} s; see {self.log}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> None:
+        """Stop the server with `sig` (SIGKILL: the whole server dies at once, as in a crash;
+        its kernels notice their parent is gone)."""
+        assert self.proc is not None
+        if sig == signal.SIGKILL:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        else:
+            self.proc.send_signal(sig)
+        self.proc.wait(timeout)
+        self.proc = None
+
+    def request(self, method: str, path: str, body: Any = None, timeout: float = 60) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"{self.url}/api/prime/{path}", data=data, method=method)
+        req.add_header("Authorization", f"token {TOKEN}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            payload = resp.read()
+        return json.loads(payload) if payload else None
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def wait(self, predicate: Any, timeout: float = 120, every: float = 0.2) -> Any:
+        """Poll `predicate()` until it returns something true; that value."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError("condition not met in time")
+            time.sleep(every)
+
+    def kernel_pids(self) -> list[int]:
+        """Processes running our kernels (of any start of this server)."""
+        found = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"prime_kernel.kernel" in cmdline and str(self.home).encode() in cmdline:
+                found.append(int(proc.name))
+        return found
