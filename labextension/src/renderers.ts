@@ -320,6 +320,7 @@ export const RENDERERS: EventRenderers = {
  * The renderer of each event kind, and the item every event is shown as: a panel
  * `.jp-PrimeEvent.jp-PrimeEvent-<kind>` (data-seq, data-kind) with its head (tooltip: seq, time
  * and summary) and body. A kind without a renderer (from a newer daemon) shows its data as JSON.
+ * (TypeScript cannot tie a kind to its renderer's type through a Map: the casts stand for that.)
  */
 export class EventRendererRegistry {
   constructor(renderers: EventRenderers = RENDERERS) {

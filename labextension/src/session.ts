@@ -3,6 +3,7 @@
  * (each event drawn by the renderer registry), and a box to message the agent. It renders what
  * its `SessionModel` holds and asks the model to act.
  */
+import type { IOutput } from '@jupyterlab/nbformat';
 import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import type { TranslationBundle } from '@jupyterlab/translation';
@@ -186,8 +187,9 @@ export class SessionView extends Panel {
   }
 
   private _outputs(outputs: EventDataMap['cell']['outputs']): Widget {
-    // The daemon records nbformat outputs as the kernel sent them.
-    const model = new OutputAreaModel({ values: outputs as never, trusted: false });
+    // The daemon records nbformat outputs as the kernel sent them (the protocol types only
+    // `output_type`).
+    const model = new OutputAreaModel({ values: outputs as IOutput[], trusted: false });
     const area = new OutputArea({ model, rendermime: this._options.rendermime });
     area.addClass('jp-PrimeEvent-outputs');
     area.disposed.connect(() => model.dispose());
