@@ -392,7 +392,7 @@ class Daemon(LoggingConfigurable):
             "context_type": context_type,
             "budget": budget,
             "options": {
-                "max_turns": max_turns or self.max_turns,
+                "max_turns": max_turns,  # None: the model profile's default (see loop.py)
                 "persistent": bool(persistent),
             },
             "usage": usage_mod.empty(),
@@ -471,7 +471,7 @@ class Daemon(LoggingConfigurable):
                 await self._attach_kernel(live)
             self._set_state(live, SessionState.RUNNING)
             loop = self.loop_class(self, live)
-            await loop.run(int(live.record["options"].get("max_turns") or self.max_turns))
+            await loop.run(live.record["options"].get("max_turns"))
             if live.record["options"].get("persistent"):
                 self._set_state(live, SessionState.IDLE)
             elif live.answered:
@@ -551,7 +551,7 @@ class Daemon(LoggingConfigurable):
         budget_mod.check(self, live)
 
     async def model_call(
-        self, live: LiveSession, messages: list[dict[str, Any]], tools: bool
+        self, live: LiveSession, messages: list[dict[str, Any]], tools: bool, **kwargs: Any
     ) -> Completion:
         from .prompts import PYTHON_TOOL
 
@@ -559,7 +559,7 @@ class Daemon(LoggingConfigurable):
             live.record["model"],
             messages,
             tools=[PYTHON_TOOL] if tools else None,
-            **self.model_kwargs,
+            **{**self.model_kwargs, **kwargs},
         )
         self._account_model_call(live, completion)
         self.harness.turn_taken(live)

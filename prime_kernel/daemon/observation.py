@@ -6,25 +6,31 @@ import re
 from typing import Any
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+NO_OUTPUT = "[no output]"
+DISPLAY_DATA = "[display data: "
 
 
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def output_text(output: dict[str, Any]) -> str:
+def output_text(output: dict[str, Any], *, brief_errors: bool = False) -> str:
+    """The text of one output. `brief_errors` keeps only an error's `Name: message`."""
     kind = output.get("output_type")
     if kind == "stream":
         return str(output.get("text", ""))
     if kind == "error":
+        brief = f"{output.get('ename')}: {output.get('evalue')}"
+        if brief_errors:
+            return brief + "\n"
         tb = "\n".join(strip_ansi(line) for line in output.get("traceback") or [])
-        return tb or f"{output.get('ename')}: {output.get('evalue')}"
+        return tb or brief
     data = output.get("data") or {}
     if "text/plain" in data:
         text = data["text/plain"]
         return ("".join(text) if isinstance(text, list) else str(text)) + "\n"
     kinds = ", ".join(sorted(data)) or "nothing"
-    return f"[display data: {kinds}]\n"
+    return f"{DISPLAY_DATA}{kinds}]\n"
 
 
 def cap(text: str, limit: int) -> tuple[str, str | None]:
@@ -38,9 +44,16 @@ def cap(text: str, limit: int) -> tuple[str, str | None]:
     return f"{text[:head]}\n{note}\n{text[-tail:] if tail else ''}", note
 
 
-def render(outputs: list[dict[str, Any]], *, status: str, limit: int, timeout: float) -> str:
-    text = "".join(output_text(o) for o in outputs)
+def render(
+    outputs: list[dict[str, Any]],
+    *,
+    status: str,
+    limit: int,
+    timeout: float,
+    brief_errors: bool = False,
+) -> str:
+    text = "".join(output_text(o, brief_errors=brief_errors) for o in outputs)
     if status == "timeout":
         text += f"\n[the cell ran longer than {timeout:g} s and was interrupted]"
     text, _ = cap(text, limit)
-    return text if text.strip() else "[no output]"
+    return text if text.strip() else NO_OUTPUT
