@@ -64,6 +64,8 @@ class AgentLoop:
         """Take turns until an answer, a reply, or a limit. `max_turns` None: the default."""
         if not self.messages:
             self.start_messages()
+            if self.profile.setup:
+                await self.daemon.run_cell(self.live, self.profile.setup)
         limit = max_turns or min(
             self.daemon.max_turns, self.profile.max_turns or self.daemon.max_turns
         )

@@ -53,31 +53,27 @@ class CellRun:
     ok: bool
 
 
-def printed_result(runs: Sequence[CellRun]) -> str | None:
-    """The last line printed by a turn whose cells all ran without error, if any.
+def printed_result(runs: Sequence[CellRun], limit: int = 120) -> str | None:
+    """The value a turn printed last, if its cells all ran without error and it is short.
 
     A model that prints its result and does not call answer() would otherwise print it again
-    every turn until the turn limit; the loop reminds it instead.
+    every turn until the turn limit; the loop reminds it instead. A long line is output to
+    read, not a result to hand over.
     """
     if not runs or not all(run.ok for run in runs):
         return None
-    lines = [line for line in runs[-1].text.splitlines() if line.strip()]
+    lines = [line.strip() for line in runs[-1].text.splitlines() if line.strip()]
     if not lines or lines[-1] == NO_OUTPUT or lines[-1].startswith(DISPLAY_DATA):
         return None  # nothing printed, or a picture
-    return lines[-1].strip()
+    return lines[-1] if len(lines[-1]) <= limit else None
 
 
-def answer_nudge(value: str, limit: int = 200) -> str:
+def answer_nudge(value: str) -> str:
     """What the model is told after it printed `value` but did not answer.
 
     It names the exact call: a small model asked to "call answer() with it" wrote
     `answer(len(notebook))` after printing `len('notebook')` correctly.
     """
-    if len(value) > limit:
-        return (
-            f"You printed {value[:limit]}…. If that is the result, pass it to answer(); "
-            "the task is not finished until you do."
-        )
     try:
         ast.literal_eval(value)
         call = f"answer({value})"

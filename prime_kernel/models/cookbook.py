@@ -91,7 +91,11 @@ EXAMPLES: tuple[Example, ...] = (
     ("Is 'level' a palindrome?", "s = 'level'\nanswer(s == s[::-1])"),
     ("Replace every space in 'a b c' with a dash.", "answer('a b c'.replace(' ', '-'))"),
     # lists
-    ("Sort [8, 2, 6, 4] from largest to smallest.", "answer(sorted([8, 2, 6, 4], reverse=True))"),
+    ("Sort [8, 2, 6, 4] in increasing order.", "answer(sorted([8, 2, 6, 4]))"),
+    (
+        "Sort [3, 12, 5] in decreasing order.",
+        "answer(sorted([3, 12, 5], reverse=True))",
+    ),
     ("What is the smallest number in [14, 3, 27, 9]?", "answer(min([14, 3, 27, 9]))"),
     ("What is the average of [2, 4, 9]?", "nums = [2, 4, 9]\nanswer(sum(nums) / len(nums))"),
     (
@@ -118,7 +122,7 @@ EXAMPLES: tuple[Example, ...] = (
     (
         "What is the total of the 'amount' column in orders.csv?",
         "import csv\nwith open('orders.csv') as f:\n    rows = list(csv.DictReader(f))\n"
-        "answer(sum(float(r['amount']) for r in rows))",
+        "amounts = [float(r['amount']) for r in rows]\nanswer(sum(amounts))",
     ),
     (
         "Who is the oldest person in people.csv?",
@@ -196,6 +200,8 @@ _SYNONYMS = {
     "occurrences": "count",
     "appear": "count",
     "total": "sum",
+    "ascending": "increasing",
+    "descending": "decreasing",
     "add": "sum",
     "divisible": "multiples",
     "text": "string",
@@ -217,12 +223,25 @@ def _words(text: str) -> set[str]:
     return out
 
 
-def _file_kind(text: str) -> set[str]:
-    """File extensions named in a task: a CSV task should see CSV examples."""
-    return {f".{ext}" for ext in re.findall(r"\.(csv|txt|json)\b", text.lower())}
+def _shapes(text: str) -> set[str]:
+    """What a task hands over besides words: a file of some kind, a list, a quoted string.
+
+    A task about `[5, 3, 9]` should see an example that works on a list literal, one about
+    sales.csv an example that reads a CSV file.
+    """
+    shapes = {f".{ext}" for ext in re.findall(r"\.(csv|txt|json)\b", text.lower())}
+    if re.search(r"\[[^\]]*\]", text):
+        shapes.add("[list]")
+    if re.search(r"'[^']*'|\"[^\"]*\"", text):
+        shapes.add("'string'")
+    return shapes
 
 
-_INDEX = [(_words(task) | _file_kind(task)) for task, _ in EXAMPLES]
+def _features(text: str) -> set[str]:
+    return _words(text) | _shapes(text)
+
+
+_INDEX = [_features(task) for task, _ in EXAMPLES]
 _DF = Counter(word for words in _INDEX for word in words)
 
 
@@ -233,9 +252,9 @@ def closest(task: str, k: int, examples: Sequence[Example] = EXAMPLES) -> list[E
     """
     if k <= 0:
         return []
-    index = _INDEX if examples is EXAMPLES else [_words(t) | _file_kind(t) for t, _ in examples]
+    index = _INDEX if examples is EXAMPLES else [_features(t) for t, _ in examples]
     df = _DF if examples is EXAMPLES else Counter(w for ws in index for w in ws)
-    words = _words(task) | _file_kind(task)
+    words = _features(task)
     n = len(examples)
 
     def score(i: int) -> float:

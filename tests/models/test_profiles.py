@@ -26,7 +26,7 @@ def test_default_profile_is_todays_behaviour() -> None:
 
 
 def test_small_profile_limits_replies_and_retries_differently() -> None:
-    assert SMALL.request_kwargs(retry=False) == {"max_tokens": 256, "stop": ["```"]}
+    assert SMALL.request_kwargs(retry=False) == {"max_tokens": SMALL.reply_tokens, "stop": ["```"]}
     assert SMALL.request_kwargs(retry=True)["temperature"] == SMALL.retry_temperature
     assert SMALL.prefill == "```python\n"
     assert SMALL.max_turns and SMALL.max_seconds and SMALL.give_up_hint
@@ -44,6 +44,7 @@ def test_small_prompt_is_short() -> None:
     chars = sum(len(m["content"]) for m in messages)
     assert chars < 600 * 4 // 2, chars
     assert profiles.installed_note() in messages[0]["content"]
+    assert "Already imported: csv, math, re, statistics." in messages[0]["content"]
     assert all(m.get("name") == "example" for m in messages[1:-1])
     assert SMALL.task("What is the mean of context?", "list", 1) == (
         "Task: What is the mean of context?\n(The variable `context` holds a list.)"
