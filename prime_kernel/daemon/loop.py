@@ -123,6 +123,9 @@ class AgentLoop:
                     "times without answering"
                 )
             )
+        hint = policy.error_hint(runs[-1].text) if profile.error_hints and self.retry else None
+        if hint:
+            self.add_note(hint)
         if repeated:
             self.add_note(policy.repeat_nudge())
         elif printed is not None:

@@ -85,6 +85,37 @@ def answer_nudge(value: str) -> str:
     )
 
 
+# Errors a small model makes over and over, and the one-line fix it needs to hear. The patterns
+# match the `Name: message` line of an error as observation.py renders it.
+_HINTS = (
+    (
+        re.compile(r"unsupported operand type\(s\) for .*'str'|can only concatenate str"),
+        "Values read from a file are text (str): convert them with float(x) or int(x) first.",
+    ),
+    (
+        re.compile(r"NameError: name '(\w+)' is not defined"),
+        "{0} does not exist in the REPL: define it first, or write '{0}' in quotes if you "
+        "meant that text.",
+    ),
+    (
+        re.compile(r"FileNotFoundError: .*'([^']+)'"),
+        "There is no file {0!r} here: use the file the task names.",
+    ),
+    (
+        re.compile(r"KeyError: '(\w+)'"),
+        "There is no key '{0}': print the first row (or the dict's keys) to see the names.",
+    ),
+)
+
+
+def error_hint(text: str) -> str | None:
+    """A one-line fix for a common error in an observation, if it has one."""
+    for pattern, hint in _HINTS:
+        if m := pattern.search(text):
+            return hint.format(*m.groups())
+    return None
+
+
 def turn_key(runs: Sequence[CellRun]) -> tuple[tuple[str, str], ...]:
     """What makes two turns the same: the same code (modulo blank space) with the same output."""
     return tuple((" ".join(run.code.split()), run.text) for run in runs)

@@ -63,6 +63,8 @@ class Profile:
     # Show only the exception's last line of a traceback: a small window and a small model
     # gain nothing from the frames.
     brief_errors: bool = False
+    # Follow a common error with its one-line fix (policy.error_hint).
+    error_hints: bool = False
     # Sampling temperature after an error or a repeated turn, so the retry differs (None: the
     # provider's default every turn).
     retry_temperature: float | None = None
@@ -138,6 +140,7 @@ SMALL = Profile(
     prefill_answer=True,
     observation_chars=600,
     brief_errors=True,
+    error_hints=True,
     retry_temperature=0.8,
     max_repeats=2,
     max_turns=6,

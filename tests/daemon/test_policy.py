@@ -81,3 +81,18 @@ def test_repeats_counts_trailing_turns_seen_before() -> None:
     assert policy.repeats([a, a, b]) == 0
     # The same code with new output (polling a child) is not a repeat.
     assert policy.repeats([a, polled]) == 0
+
+
+def test_error_hints_name_the_fix() -> None:
+    hint = policy.error_hint("TypeError: unsupported operand type(s) for +: 'int' and 'str'")
+    assert hint and "float(x)" in hint
+    assert "float(x)" in (
+        policy.error_hint('TypeError: can only concatenate str (not "int")') or ""
+    )
+    hint = policy.error_hint("NameError: name 'notebook' is not defined")
+    assert hint and "'notebook' in quotes" in hint
+    hint = policy.error_hint("FileNotFoundError: [Errno 2] No such file or directory: 'orders.csv'")
+    assert hint and "'orders.csv'" in hint
+    assert "first row" in (policy.error_hint("KeyError: 'name'") or "")
+    assert policy.error_hint("ZeroDivisionError: division by zero") is None
+    assert policy.error_hint("42") is None
