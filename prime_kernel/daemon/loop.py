@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..models.profiles import profile_for
 from . import policy
@@ -24,6 +25,9 @@ from .observation import render
 
 if TYPE_CHECKING:
     from .daemon import Daemon, LiveSession
+
+
+T = TypeVar("T")
 
 
 class TurnLimitReached(Exception):
@@ -100,9 +104,10 @@ class AgentLoop:
         """One model call; the reply, with the prefill it continued, as an assistant message."""
         prefill = self.prefill
         sent = self.messages + ([{"role": "assistant", "content": prefill}] if prefill else [])
-        completion = await self.daemon.model_call(
+        call = self.daemon.model_call(
             self.live, sent, self.tools, **self.profile.request_kwargs(retry=self.retry)
         )
+        completion = await self.within_deadline(call, "a model call was still running")
         message = dict(completion.message)
         if prefill:
             message["content"] = policy.complete_reply(prefill, message.get("content") or "")
@@ -141,6 +146,16 @@ class AgentLoop:
     def check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise TurnLimitReached(self.give_up(self.time_limit_text()))
+
+    async def within_deadline(self, work: Awaitable[T], what: str) -> T:
+        """Await `work`, cancelled at the profile's time limit (a cancelled cell is interrupted,
+        a cancelled local generation stops)."""
+        if self.deadline is None:
+            return await work
+        try:
+            return await asyncio.wait_for(work, max(0.0, self.deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            raise TurnLimitReached(self.give_up(f"{self.time_limit_text()} ({what})")) from None
 
     def time_limit_text(self) -> str:
         return f"the time limit ({self.profile.max_seconds:g} s) was reached without an answer"
@@ -188,16 +203,9 @@ class AgentLoop:
     async def execute(self, code: str) -> policy.CellRun:
         daemon = self.daemon
         profile = self.profile
-        cell = daemon.run_cell(self.live, code)
-        if self.deadline is None:
-            result = await cell
-        else:
-            try:
-                result = await asyncio.wait_for(cell, max(0.0, self.deadline - time.monotonic()))
-            except asyncio.TimeoutError:
-                raise TurnLimitReached(
-                    self.give_up(self.time_limit_text() + " (a cell was still running)")
-                ) from None
+        result = await self.within_deadline(
+            daemon.run_cell(self.live, code), "a cell was still running"
+        )
         text = render(
             result.outputs,
             status=result.status,

@@ -104,3 +104,29 @@ async def test_a_profile_sets_limits_prefill_and_setup(
     )
     # An explicit max_turns wins over the profile's default.
     assert (await finish(daemon, failing, max_turns=3))["usage"]["own"]["model_calls"] == 3
+
+
+async def test_the_profile_time_limit_stops_a_slow_model_call(
+    daemon: Daemon, script: Callable[..., str], monkeypatch: Any
+) -> None:
+    slow = script([{"sleep": 4, "fenced": "answer(1)"}], tools=False)
+    monkeypatch.setitem(
+        profiles.PROFILES,
+        slow,
+        profiles.Profile(
+            name="test",
+            system=profiles.DEFAULT.system,
+            examples=profiles.DEFAULT.examples,
+            max_seconds=1.0,
+            give_up_hint="use --model",
+        ),
+    )
+    result = await finish(daemon, slow)
+    assert result["state"] == "FAILED"
+    assert result["error"] == (
+        "the time limit (1 s) was reached without an answer (a model call was still running); "
+        "use --model"
+    )
+    # A seconds budget of the session's own replaces the profile's limit.
+    budget = await finish(daemon, slow, budget={"seconds": 60})
+    assert budget["state"] == "DONE"
