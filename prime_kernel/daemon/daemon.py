@@ -496,7 +496,7 @@ class Daemon(LoggingConfigurable):
         budget = self.accounting.admit(parent, budget, self.default_budget)
         session_id = new_id("s")
         options: dict[str, Any] = {
-            "max_turns": max_turns or self.max_turns,
+            "max_turns": max_turns,  # None: the model profile's default (see loop.py)
             "persistent": bool(persistent),
         }
         if spec_entry is not None:
@@ -616,7 +616,7 @@ class Daemon(LoggingConfigurable):
                     live.restore_reason = None
             self.lifecycle.change(live.record, SessionState.RUNNING)
             loop = self.loop_class(self, live)
-            await loop.run(int(live.record.options.get("max_turns") or self.max_turns))
+            await loop.run(live.record.options.get("max_turns"))
             if live.record.options.get("persistent"):
                 self.lifecycle.change(live.record, SessionState.IDLE)
             elif live.answered:
@@ -813,13 +813,13 @@ class Daemon(LoggingConfigurable):
         return {"session_id": live.id, "requested": True}
 
     async def model_call(
-        self, live: LiveSession, messages: list[dict[str, Any]], tools: bool
+        self, live: LiveSession, messages: list[dict[str, Any]], tools: bool, **kwargs: Any
     ) -> Completion:
         completion = await self.router.complete(
             live.record.model or "",
             messages,
             tools=[PYTHON_TOOL] if tools else None,
-            **self.model_kwargs,
+            **{**self.model_kwargs, **kwargs},
         )
         self._account(live, completion)
         self.refiner.turn_taken()

@@ -3,26 +3,31 @@
 One tool, `python(code)`. Models litellm says cannot call tools get the fenced-code protocol
 instead: every ```python block in the reply runs. A session ends when its REPL calls
 `answer(value)`; a reply without code ends a turn (the reply is the answer of a task session);
-`max_turns` ends runaway loops.
+`max_turns`, the model profile's time limit and repeated turns end runaway loops.
 
-The loop is given a `LoopHost` (the daemon) for everything outside the conversation — model
-calls, cells, events, limits — and never imports the daemon.
+How the loop talks to a model (prompt, examples, reply limits, retries, default limits) is the
+model's profile (prime_kernel/models/profiles.py); what it decides between turns is in
+policy.py. The loop is given a `LoopHost` (the daemon) for everything outside the conversation
+— model calls, cells, events, limits — and never imports the daemon.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import re
-from typing import Any, Protocol
+import time
+from collections.abc import Awaitable
+from typing import Any, Protocol, TypeVar
 
+from ..models.profiles import profile_for
 from ..models.router import Completion
 from ..protocol.events import EventKind
+from . import policy
 from .kernels import CellResult
 from .observation import render
-from .prompts import FENCED_EXAMPLE, system_prompt, task_message
 from .session import LiveSession
 
-_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+T = TypeVar("T")
 
 
 class TurnLimitReached(Exception):
@@ -34,6 +39,7 @@ class LoopHost(Protocol):
 
     observation_chars: int
     cell_timeout: float
+    max_turns: int
 
     def supports_tools(self, model: str) -> bool: ...
 
@@ -43,7 +49,7 @@ class LoopHost(Protocol):
         """Show the model what happened since its last turn, check limits, compact."""
 
     async def model_call(
-        self, live: LiveSession, messages: list[dict[str, Any]], tools: bool
+        self, live: LiveSession, messages: list[dict[str, Any]], tools: bool, **kwargs: Any
     ) -> Completion: ...
 
     async def run_cell(self, live: LiveSession, code: str) -> CellResult: ...
@@ -53,10 +59,6 @@ class LoopHost(Protocol):
     def reply(self, live: LiveSession, text: str) -> None: ...
 
 
-def fenced_blocks(text: str) -> list[str]:
-    return [block.strip("\n") for block in _FENCE.findall(text or "") if block.strip()]
-
-
 class AgentLoop:
     """Runs one session's turns. Subclass and set `Daemon.loop_class` to change the policy."""
 
@@ -64,87 +66,178 @@ class AgentLoop:
         self.host = host
         self.live = live
         self.model: str = live.record.model or ""
+        self.profile = profile_for(self.model)
         self.tools = host.supports_tools(self.model)
+        self.prefill = "" if self.tools else self.profile.prefill
+        self.retry = False  # the last turn failed or repeated: sample the next one differently
+        self.turn_keys: list[tuple[tuple[str, str], ...]] = []
+        self.deadline: float | None = None
 
     def start_messages(self) -> None:
         record = self.live.record
+        profile = self.profile
         extra = self.host.context_notes(self.live)
         self.live.conversation.replace(
             [
-                {"role": "system", "content": system_prompt(tools=self.tools, extra=extra)},
-                *([] if self.tools else [dict(m) for m in FENCED_EXAMPLE]),
+                {"role": "system", "content": profile.system(self.tools, extra)},
+                *([] if self.tools else profile.examples(record.prompt)),
                 {
                     "role": "user",
-                    "content": task_message(
-                        record.prompt, context_type=record.context_type, depth=record.depth
-                    ),
+                    "content": profile.task(record.prompt, record.context_type, record.depth),
                 },
             ]
         )
 
-    async def run(self, max_turns: int) -> None:
-        """Take turns until an answer, a reply, or the turn limit."""
-        conversation = self.live.conversation
-        if not len(conversation):
+    async def run(self, max_turns: int | None) -> None:
+        """Take turns until an answer, a reply, or a limit. `max_turns` None: the default."""
+        host = self.host
+        if not len(self.live.conversation):
             self.start_messages()
-        for _ in range(max_turns):
-            await self.host.before_turn(self.live)
-            completion = await self.host.model_call(self.live, conversation.messages, self.tools)
-            message = completion.message
-            conversation.append(message)
-            self.host.emit(
+            if self.profile.setup:
+                await host.run_cell(self.live, self.profile.setup)
+        limit = max_turns or min(host.max_turns, self.profile.max_turns or host.max_turns)
+        budget = self.live.record.budget or {}
+        if self.profile.max_seconds and budget.get("seconds") is None:
+            self.deadline = time.monotonic() + self.profile.max_seconds
+        for _ in range(limit):
+            await host.before_turn(self.live)
+            self.check_deadline()
+            message = await self.model_turn()
+            self.live.conversation.append(message)
+            host.emit(
                 self.live,
                 EventKind.ASSISTANT,
                 {"content": message.get("content") or "", "tool_calls": message.get("tool_calls")},
             )
             self.live.turns += 1
-            ran = await self.run_code(message)
-            if self.live.answered:
-                return
-            if not ran:
+            if not await self.run_code(message):
                 self.host.reply(self.live, message.get("content") or "")
                 return
-        raise TurnLimitReached(f"the turn limit ({max_turns}) was reached without an answer")
+            if self.live.answered:
+                return
+        raise TurnLimitReached(
+            self.give_up(f"the turn limit ({limit}) was reached without an answer")
+        )
+
+    async def model_turn(self) -> dict[str, Any]:
+        """One model call; the reply, with the prefill it continued, as an assistant message."""
+        prefill = self.prefill
+        sent = self.live.conversation.messages
+        if prefill:
+            sent.append({"role": "assistant", "content": prefill})
+        call = self.host.model_call(
+            self.live, sent, self.tools, **self.profile.request_kwargs(retry=self.retry)
+        )
+        completion = await self.within_deadline(call, "a model call was still running")
+        message = dict(completion.message)
+        if prefill:
+            message["content"] = policy.complete_reply(prefill, message.get("content") or "")
+        return message
 
     async def run_code(self, message: dict[str, Any]) -> bool:
+        """Run the reply's code and show the model its output; False if it had none.
+
+        Each tool call's output is stored as soon as it ran (a restarted daemon knows what
+        ran); the last one waits for the turn's notes (a hint after an error, a nudge to
+        answer), which go with it.
+        """
         conversation = self.live.conversation
         calls = message.get("tool_calls") or []
+        runs: list[policy.CellRun] = []
         if calls:
+            replies = []
             for call in calls:
                 fn = call.get("function") or {}
                 code, error = _code_argument(fn)
-                text = error if error else await self.execute(code)
-                conversation.append(
-                    {"role": "tool", "tool_call_id": call.get("id"), "content": text}
+                run = policy.CellRun(code, error, False) if error else await self.execute(code)
+                runs.append(run)
+                replies.append(
+                    {"role": "tool", "tool_call_id": call.get("id"), "content": run.text}
                 )
                 if self.live.answered:
                     break
-            return True
-        blocks = fenced_blocks(message.get("content") or "")
-        if not blocks:
-            return False
-        texts = []
-        for code in blocks:
-            texts.append(await self.execute(code))
-            if self.live.answered:
-                break
-        conversation.append(
-            {"role": "user", "content": "Output of your code:\n" + "\n---\n".join(texts)}
-        )
+            conversation.append(*replies[:-1])
+            last = replies[-1]
+        else:
+            blocks = policy.code_blocks(message.get("content") or "")
+            if not blocks:
+                return False
+            for code in blocks:
+                runs.append(await self.execute(code))
+                if self.live.answered:
+                    break
+            output = "\n---\n".join(run.text for run in runs)
+            last = {"role": "user", "content": "Output of your code:\n" + output}
+        notes = [] if self.live.answered else self.after_turn(runs)
+        if notes:
+            last = {**last, "content": "\n\n".join([str(last["content"]), *notes])}
+        conversation.append(last)
         return True
 
-    async def execute(self, code: str) -> str:
+    def after_turn(self, runs: list[policy.CellRun]) -> list[str]:
+        """Decide how the next turn starts; the notes to add to what the model is shown."""
+        profile = self.profile
+        self.turn_keys.append(policy.turn_key(runs))
+        repeated = policy.repeats(self.turn_keys)
+        printed = policy.printed_result(runs)
+        self.retry = repeated > 0 or not all(run.ok for run in runs)
+        self.prefill = "" if self.tools else profile.prefill
+        if repeated >= profile.max_repeats:
+            raise TurnLimitReached(
+                self.give_up(
+                    f"the model repeated the same code with the same output {repeated + 1} "
+                    "times without answering"
+                )
+            )
+        notes = []
+        hint = policy.error_hint(runs[-1].text) if profile.error_hints and self.retry else None
+        if hint:
+            notes.append(hint)
+        if repeated:
+            notes.append(policy.repeat_nudge())
+        elif printed is not None:
+            notes.append(policy.answer_nudge(printed))
+            if profile.prefill_answer and not self.tools:
+                self.prefill = policy.answer_prefill(profile.prefill)
+        return notes
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TurnLimitReached(self.give_up(self.time_limit_text()))
+
+    async def within_deadline(self, work: Awaitable[T], what: str) -> T:
+        """Await `work`, cancelled at the profile's time limit (a cancelled cell is interrupted,
+        a cancelled local generation stops)."""
+        if self.deadline is None:
+            return await work
+        try:
+            return await asyncio.wait_for(work, max(0.0, self.deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            raise TurnLimitReached(self.give_up(f"{self.time_limit_text()} ({what})")) from None
+
+    def time_limit_text(self) -> str:
+        return f"the time limit ({self.profile.max_seconds:g} s) was reached without an answer"
+
+    def give_up(self, what: str) -> str:
+        hint = self.profile.give_up_hint.format(model=self.model)
+        return f"{what}; {hint}" if hint else what
+
+    async def execute(self, code: str) -> policy.CellRun:
         host = self.host
-        result = await host.run_cell(self.live, code)
+        profile = self.profile
+        result = await self.within_deadline(
+            host.run_cell(self.live, code), "a cell was still running"
+        )
         text = render(
             result.outputs,
             status=result.status,
-            limit=host.observation_chars,
+            limit=profile.observation_chars or host.observation_chars,
             timeout=host.cell_timeout,
             exit=result.exit,
+            brief_errors=profile.brief_errors,
         )
         host.emit(self.live, EventKind.OBSERVATION, {"text": text})
-        return text
+        return policy.CellRun(code, text, result.status == "ok")
 
 
 def _code_argument(fn: dict[str, Any]) -> tuple[str, str | None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..util.format import cap, output_text
+from ..util.format import NO_OUTPUT, cap, output_text
 
 
 def render(
@@ -14,8 +14,9 @@ def render(
     limit: int,
     timeout: float,
     exit: str | None = None,
+    brief_errors: bool = False,
 ) -> str:
-    text = "".join(output_text(o) for o in outputs)
+    text = "".join(output_text(o, brief_errors=brief_errors) for o in outputs)
     if status == "timeout":
         text += f"\n[the cell ran longer than {timeout:g} s and was interrupted]"
     elif status == "killed":
@@ -26,4 +27,4 @@ def render(
     elif status == "died":
         text += f"\n[the kernel died during this cell ({exit or 'no exit status'})]"
     text, _ = cap(text, limit)
-    return text if text.strip() else "[no output]"
+    return text if text.strip() else NO_OUTPUT

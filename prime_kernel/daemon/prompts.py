@@ -19,6 +19,7 @@ How to work:
   every variable, so inspect it rather than redoing work.
 - When you have the final result, call `answer(value)` in the REPL. The value is returned to
   whoever started you as a Python object. Do not stop before calling `answer`.
+- {installed}
 """
 
 TOOL_INSTRUCTION = (
@@ -52,15 +53,38 @@ FENCED_EXAMPLE = [
 ]
 
 
-def system_prompt(*, tools: bool, extra: str = "") -> str:
-    text = BASE_PROMPT.format(run_instruction=TOOL_INSTRUCTION if tools else FENCED_INSTRUCTION)
+def system_prompt(*, tools: bool, extra: str = "", installed: str = "") -> str:
+    text = BASE_PROMPT.format(
+        run_instruction=TOOL_INSTRUCTION if tools else FENCED_INSTRUCTION,
+        installed=installed or "Use what is installed in the REPL's Python.",
+    )
     return text + ("\n" + extra if extra else "")
 
 
-def task_message(prompt: str, *, context_type: str | None, depth: int) -> str:
+# For small local models (see prime_kernel/models/profiles.py): a few plain sentences, since
+# every prompt token is read on the CPU and a 135M model follows examples, not instructions.
+SMALL_PROMPT = """\
+You solve tasks by writing Python code. Reply with one ```python code block. It runs in a \
+Python REPL that keeps variables between turns, and you see what it prints. Call answer(value) \
+with the final result. {installed}"""
+
+
+def small_system_prompt(*, extra: str = "", installed: str = "") -> str:
+    return SMALL_PROMPT.format(installed=installed) + ("\n\n" + extra if extra else "")
+
+
+def task_message(prompt: str, context_type: str | None, depth: int) -> str:
     lines = [f"Task: {prompt}"]
     if context_type:
         lines.append(f"\n(The variable `context` in your REPL holds the input: a {context_type}.)")
     if depth:
         lines.append(f"(You are a sub-agent at depth {depth}.)")
     return "\n".join(lines)
+
+
+def small_task_message(prompt: str, context_type: str | None, depth: int) -> str:
+    """The task as the small profile's examples show it (depth is not news to a small model)."""
+    text = f"Task: {prompt}"
+    if context_type:
+        text += f"\n(The variable `context` holds a {context_type}.)"
+    return text

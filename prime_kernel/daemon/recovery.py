@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
+from .policy import code_blocks
 from .session import LiveSession
 
 if TYPE_CHECKING:
@@ -187,9 +188,7 @@ class Recovery:
                     {"role": "tool", "tool_call_id": call.get("id"), "content": text}
                 )
             return first
-        from .loop import fenced_blocks
-
-        blocks = fenced_blocks(str(turn.get("content") or ""))
+        blocks = code_blocks(str(turn.get("content") or ""))
         if not blocks or index != len(conversation) - 1:
             return None
         conversation.append({"role": "user", "content": "Output of your code:\n" + note})

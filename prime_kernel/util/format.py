@@ -7,26 +7,32 @@ import time
 from typing import Any
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+NO_OUTPUT = "[no output]"
+DISPLAY_DATA = "[display data: "
 
 
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def output_text(output: dict[str, Any]) -> str:
-    """One Jupyter output (stream, error, result, display data) as plain text."""
+def output_text(output: dict[str, Any], *, brief_errors: bool = False) -> str:
+    """One Jupyter output (stream, error, result, display data) as plain text;
+    `brief_errors` keeps only an error's `Name: message`."""
     kind = output.get("output_type")
     if kind == "stream":
         return str(output.get("text", ""))
     if kind == "error":
+        brief = f"{output.get('ename')}: {output.get('evalue')}"
+        if brief_errors:
+            return brief + "\n"
         tb = "\n".join(strip_ansi(line) for line in output.get("traceback") or [])
-        return tb or f"{output.get('ename')}: {output.get('evalue')}"
+        return tb or brief
     data = output.get("data") or {}
     if "text/plain" in data:
         text = data["text/plain"]
         return ("".join(text) if isinstance(text, list) else str(text)) + "\n"
     kinds = ", ".join(sorted(data)) or "nothing"
-    return f"[display data: {kinds}]\n"
+    return f"{DISPLAY_DATA}{kinds}]\n"
 
 
 def cap(text: str, limit: int) -> tuple[str, str | None]:

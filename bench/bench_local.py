@@ -1,0 +1,241 @@
+"""The embedded model on small tasks: the harness against the same model without it.
+
+    python bench/bench_local.py [--model local/smollm2] [--only KIND] [--json]
+
+Starts a real server headless (the code path of `prime-agent run`) in a fresh folder, runs each
+task of local_tasks.py as a root session with the default settings, and checks the answer it
+returns. The floor, in the same run: the same model given the same task (with the context or
+file contents pasted in) in one plain completion, the answer parsed from its text as leniently
+as the task allows. Prints per task: correct or not, turns, tokens, seconds; then totals and
+the machine's load. Nothing is asserted: the table is the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import pickle
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from local_tasks import FILES, TASKS, Task, check
+
+from prime_kernel.cli.run import make_server
+from prime_kernel.models import cookbook, profiles
+
+
+async def run_task(daemon: Any, task: Task, model: str, root: Path) -> dict[str, Any]:
+    for name in task.files:
+        (root / name).write_text(FILES[name])
+    blob = ctype = None
+    if task.has_context:
+        blob = daemon.store.put_blob(pickle.dumps(task.context))
+        ctype = type(task.context).__name__
+    start = time.perf_counter()
+    record = await daemon.create_session(
+        task.prompt, model=model, context_blob=blob, context_type=ctype
+    )
+    sid = record["id"]
+    result = await daemon.wait(sid, None)
+    seconds = time.perf_counter() - start
+    answer: Any = None
+    if result.get("has_answer"):
+        answer = pickle.loads(daemon.answer_bytes(sid))
+    usage = result["usage"]
+    return {
+        "id": sid,
+        "state": result["state"],
+        "error": result.get("error"),
+        "answer": answer,
+        "ok": result["state"] == "DONE" and check(task.expected, answer),
+        "turns": usage["own"].get("model_calls", 0),
+        "tokens": usage["subtree"].get("total_tokens", 0),
+        "seconds": seconds,
+    }
+
+
+def floor_prompt(task: Task) -> str:
+    parts = ["Answer with only the answer.", "", task.prompt]
+    if task.has_context:
+        parts.append(f"context = {task.context!r}")
+    for name in task.files:
+        parts.append(f"The file {name} contains:\n{FILES[name]}")
+    return "\n".join(parts)
+
+
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def parse_floor(text: str, expected: Any) -> Any:
+    """The answer in a plain reply, read as the expected type allows (leniently).
+
+    The last number, list or quoted string counts, as in "17 * 23 = 391": a reply that
+    restates the question first is not marked wrong for it.
+    """
+    if isinstance(expected, bool):
+        words = re.findall(r"\b(yes|true|no|false)\b", text, re.IGNORECASE)
+        return words[-1].lower() in ("yes", "true") if words else None
+    if isinstance(expected, (int, float)):
+        numbers = _NUMBER.findall(text)
+        if not numbers:
+            return None
+        number = numbers[-1].replace(",", "")
+        return float(number) if "." in number else int(number)
+    if isinstance(expected, list):
+        lists = re.findall(r"\[[^\[\]]*\]", text)
+        try:
+            return ast.literal_eval(lists[-1]) if lists else None
+        except (ValueError, SyntaxError):
+            return None
+    quoted = re.findall(r"'([^']*)'|\"([^\"]*)\"", text)
+    if quoted:
+        single, double = quoted[-1]
+        return single or double
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line.strip(" .`*")
+
+
+async def run_floor(daemon: Any, task: Task, model: str) -> dict[str, Any]:
+    start = time.perf_counter()
+    completion = await daemon.gateway.text(model, floor_prompt(task))
+    text = completion.message.get("content") or ""
+    answer = parse_floor(text, task.expected)
+    return {
+        "answer": answer,
+        "text": text,
+        "ok": check(task.expected, answer),
+        "tokens": completion.usage.get("total_tokens", 0),
+        "seconds": time.perf_counter() - start,
+    }
+
+
+async def bench(app: Any, args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
+    await app._post_start()
+    daemon = app.web_app.settings["prime_daemon"]
+    rows = []
+    for task in TASKS:
+        if args.only and task.kind != args.only:
+            continue
+        harness = await run_task(daemon, task, args.model, root)
+        floor = await run_floor(daemon, task, args.model)
+        rows.append({"task": task, "harness": harness, "floor": floor})
+        if not args.json:
+            print_row(rows[-1], flush=True)
+    return rows
+
+
+def _short(value: Any, n: int = 22) -> str:
+    text = repr(value)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+HEADER = (
+    f"{'kind':<11}{'task':<44}{'ok':>3}{'turns':>6}{'tokens':>7}{'s':>6}  {'answer':<23}"
+    f"{'floor':>6}  {'floor answer':<18}"
+)
+
+
+def print_row(row: dict[str, Any], flush: bool = False) -> None:
+    task, h, f = row["task"], row["harness"], row["floor"]
+    prompt = task.prompt if len(task.prompt) <= 42 else task.prompt[:41] + "…"
+    shown = h["answer"] if h["state"] == "DONE" else h["state"]
+    print(
+        f"{task.kind:<11}{prompt:<44}{'✓' if h['ok'] else '✗':>3}{h['turns']:>6}"
+        f"{h['tokens']:>7}{h['seconds']:>6.1f}  {_short(shown):<23}"
+        f"{'✓' if f['ok'] else '✗':>6}  {_short(f['answer'], 18):<18}",
+        flush=flush,
+    )
+
+
+def summary(rows: list[dict[str, Any]], load: tuple[float, float]) -> dict[str, Any]:
+    n = len(rows)
+    seconds = [r["harness"]["seconds"] for r in rows]
+    return {
+        "tasks": n,
+        "harness_correct": sum(r["harness"]["ok"] for r in rows),
+        "floor_correct": sum(r["floor"]["ok"] for r in rows),
+        "median_seconds": statistics.median(seconds) if seconds else 0.0,
+        "max_seconds": max(seconds, default=0.0),
+        "total_seconds": sum(seconds),
+        "total_tokens": sum(r["harness"]["tokens"] for r in rows),
+        "floor_median_seconds": statistics.median(r["floor"]["seconds"] for r in rows)
+        if rows
+        else 0.0,
+        "load_before": load[0],
+        "load_after": load[1],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="local/smollm2")
+    parser.add_argument("--only", help="run only the tasks of this kind (e.g. csv)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--examples", action="store_true", help="also show the cookbook examples each task got"
+    )
+    parser.add_argument(
+        "--root", help="run in this (empty) folder and keep the store, for `prime-agent show`"
+    )
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    if not args.json:
+        print(f"{args.model} on {os.cpu_count()} CPUs, load average {load_before:.2f}\n")
+        print(HEADER)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(args.root or tmp).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        app = make_server(root, ["--Daemon.keep_root_kernel=0"])
+        try:
+            rows = app.io_loop.run_sync(lambda: bench(app, args, root))
+        finally:
+            app.io_loop.run_sync(app._cleanup)
+    totals = summary(rows, (load_before, os.getloadavg()[0]))
+    if args.json:
+        out = [
+            {
+                "kind": r["task"].kind,
+                "task": r["task"].prompt,
+                "expected": r["task"].expected,
+                "harness": r["harness"],
+                "floor": r["floor"],
+            }
+            for r in rows
+        ]
+        print(json.dumps({"tasks": out, "totals": totals}, default=repr, indent=2))
+        return
+    n = totals["tasks"]
+    print(
+        f"\nharness: {totals['harness_correct']}/{n} correct, "
+        f"median {totals['median_seconds']:.1f} s (max {totals['max_seconds']:.1f} s, "
+        f"all {totals['total_seconds']:.0f} s), "
+        f"{totals['total_tokens']} tokens"
+    )
+    print(
+        f"floor (one plain completion, same model): {totals['floor_correct']}/{n} correct, "
+        f"median {totals['floor_median_seconds']:.1f} s"
+    )
+    print(f"load average: {load_before:.2f} before, {totals['load_after']:.2f} after")
+    if args.examples:
+        print("\ncookbook examples shown per task (nearest last):")
+        for r in rows:
+            shown = [t for t, _ in cookbook.closest(r["task"].prompt, profiles.SMALL_EXAMPLES)]
+            print(f"- {r['task'].prompt}\n    " + "\n    ".join(shown))
+    failed = [r for r in rows if not r["harness"]["ok"] and r["harness"]["error"]]
+    if failed:
+        print("\nhow the failed sessions ended:")
+        for r in failed:
+            print(f"- {r['task'].prompt[:60]}: {r['harness']['error']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""What the agent loop decides between turns, as pure functions of the transcript.
+
+Kept apart from the loop so that each rule can be tested on its own and the loop only calls
+them: which parts of a reply run as code, what the model is shown after its code ran, when a
+turn repeats an earlier one, and when to stop a session that is going nowhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..util.format import DISPLAY_DATA, NO_OUTPUT
+
+# Only fences labelled as Python run. A bare ``` fence is what models use for prose ("This
+# will print: ..."), sample output or other languages; running it fails every turn.
+_FENCE = re.compile(r"```(?:python3?|py)[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_OPEN_FENCE = "```python\n"
+
+
+def code_blocks(text: str | None) -> list[str]:
+    """The code of every labelled ```python block in `text`, in order; empty blocks skipped."""
+    return [block.strip("\n") for block in _FENCE.findall(text or "") if block.strip()]
+
+
+def complete_reply(prefill: str, content: str) -> str:
+    """The whole reply when the model continued `prefill` and stopped at a closing fence.
+
+    llama.cpp and most providers return only the continuation and drop the stop sequence, so
+    the transcript would otherwise hold a fence that never closes.
+    """
+    if not prefill:
+        return content
+    text = prefill + content
+    if prefill.startswith("```") and text.count("```") % 2 == 1:
+        text = text.rstrip("\n") + "\n```"
+    return text
+
+
+def answer_prefill(prefill: str) -> str:
+    """The start of a reply that can only be a call to answer(): used after a printed result."""
+    return (prefill or _OPEN_FENCE) + "answer("
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """One cell the loop ran for the model: its code, what the model is shown, how it ended."""
+
+    code: str
+    text: str
+    ok: bool
+
+
+def printed_result(runs: Sequence[CellRun], limit: int = 120) -> str | None:
+    """The value a turn printed last, if its cells all ran without error and it is short.
+
+    A model that prints its result and does not call answer() would otherwise print it again
+    every turn until the turn limit; the loop reminds it instead. A long line is output to
+    read, not a result to hand over.
+    """
+    if not runs or not all(run.ok for run in runs):
+        return None
+    lines = [line.strip() for line in runs[-1].text.splitlines() if line.strip()]
+    if not lines or lines[-1] == NO_OUTPUT or lines[-1].startswith(DISPLAY_DATA):
+        return None  # nothing printed, or a picture
+    return lines[-1] if len(lines[-1]) <= limit else None
+
+
+def answer_nudge(value: str) -> str:
+    """What the model is told after it printed `value` but did not answer.
+
+    It names the exact call: a small model asked to "call answer() with it" wrote
+    `answer(len(notebook))` after printing `len('notebook')` correctly.
+    """
+    try:
+        ast.literal_eval(value)
+        call = f"answer({value})"
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        call = f"answer({value!r})"
+    return (
+        f"You printed {value}. If that is the result, call {call}; "
+        "the task is not finished until you do."
+    )
+
+
+# Errors a small model makes over and over, and the one-line fix it needs to hear. The patterns
+# match the `Name: message` line of an error as observation.py renders it.
+_HINTS = (
+    (
+        re.compile(r"unsupported operand type\(s\) for .*'str'|can only concatenate str"),
+        "Values read from a file are text (str): convert them with float(x) or int(x) first.",
+    ),
+    (
+        re.compile(r"NameError: name '(\w+)' is not defined"),
+        "{0} does not exist in the REPL: define it first, or write '{0}' in quotes if you "
+        "meant that text.",
+    ),
+    (
+        re.compile(r"FileNotFoundError: .*'([^']+)'"),
+        "There is no file {0!r} here: use the file the task names.",
+    ),
+    (
+        re.compile(r"KeyError: '(\w+)'"),
+        "There is no key '{0}': print the first row (or the dict's keys) to see the names.",
+    ),
+)
+
+
+def error_hint(text: str) -> str | None:
+    """A one-line fix for a common error in an observation, if it has one."""
+    for pattern, hint in _HINTS:
+        if m := pattern.search(text):
+            return hint.format(*m.groups())
+    return None
+
+
+def turn_key(runs: Sequence[CellRun]) -> tuple[tuple[str, str], ...]:
+    """What makes two turns the same: the same code (modulo blank space) with the same output."""
+    return tuple((" ".join(run.code.split()), run.text) for run in runs)
+
+
+def repeats(history: Sequence[tuple[tuple[str, str], ...]]) -> int:
+    """How many turns in a row at the end of `history` repeat an earlier turn exactly.
+
+    Re-running the same code is fine while its output changes (polling a child, waiting for a
+    message); the same code with the same output means the model is stuck.
+    """
+    count = 0
+    for i in range(len(history) - 1, -1, -1):
+        if history[i] and history[i] in history[:i]:
+            count += 1
+        else:
+            break
+    return count
+
+
+def repeat_nudge() -> str:
+    return (
+        "You ran this same code before and got the same output. Do something different: fix "
+        "the code, or call answer() with the result."
+    )

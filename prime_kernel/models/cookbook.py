@@ -1,0 +1,264 @@
+"""Worked examples for small models, chosen per task.
+
+A 135M-parameter model writes working code far more often when it adapts a nearby example
+than when it follows a description: it copies the example's shape and substitutes the task's
+words and numbers. One fixed example gets copied whole (the README's `rlm("What is the mean of
+context?", ...)` once returned the example's `answer(2 + 3)`), so a session is shown the few
+examples closest to its task out of a cookbook of common kinds of small tasks. Each example
+uses different numbers, names and files from anything a user is likely to ask, so copying one
+verbatim gives a visibly wrong answer rather than a plausible one.
+
+Closeness is word overlap, each shared word weighted by how rare it is in the cookbook, after
+folding plurals and a few synonyms together: cheap, deterministic and good enough to tell a
+CSV task from a prime-number one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+Example = tuple[str, str]  # (task, code)
+
+_IS_PRIME = """\
+def is_prime(n):
+    if n < 2:
+        return False
+    for d in range(2, int(n ** 0.5) + 1):
+        if n % d == 0:
+            return False
+    return True
+"""
+
+EXAMPLES: tuple[Example, ...] = (
+    # arithmetic
+    (
+        "What is the sum of the cubes of 1..20?",
+        "total = 0\nfor i in range(1, 21):\n    total += i ** 3\nanswer(total)",
+    ),
+    ("Add up the whole numbers from 1 to 250.", "answer(sum(range(1, 251)))"),
+    ("What is 3 to the power of 12?", "answer(3 ** 12)"),
+    ("What is 48 * 96 - 7?", "answer(48 * 96 - 7)"),
+    ("What is 1234 divided by 7, rounded to 2 decimals?", "answer(round(1234 / 7, 2))"),
+    (
+        "What is the product of the numbers from 1 to 9?",
+        "import math\nanswer(math.prod(range(1, 10)))",
+    ),
+    ("What is the factorial of 8?", "import math\nanswer(math.factorial(8))"),
+    (
+        "What is the greatest common divisor of 84 and 126?",
+        "import math\nanswer(math.gcd(84, 126))",
+    ),
+    ("What is the least common multiple of 8 and 14?", "import math\nanswer(math.lcm(8, 14))"),
+    ("What is the square root of 2, to 4 decimals?", "import math\nanswer(round(math.sqrt(2), 4))"),
+    ("What is 15% of 260?", "answer(260 * 15 / 100)"),
+    ("What is the sum of the digits of 2 ** 50?", "answer(sum(int(d) for d in str(2 ** 50)))"),
+    # counting
+    (
+        "How many multiples of 3 are there from 1 to 400?",
+        "count = 0\nfor i in range(1, 401):\n    if i % 3 == 0:\n        count += 1\nanswer(count)",
+    ),
+    ("How many letters 'a' are in 'banana bread'?", "answer('banana bread'.count('a'))"),
+    (
+        "How many vowels are in 'open source software'?",
+        "answer(sum(1 for c in 'open source software' if c in 'aeiou'))",
+    ),
+    ("How many characters does 'hello there' have?", "answer(len('hello there'))"),
+    # primes
+    (
+        "How many primes are there below 300?",
+        _IS_PRIME + "\nanswer(sum(1 for n in range(300) if is_prime(n)))",
+    ),
+    (
+        "Is 221 a prime number?",
+        "n = 221\nanswer(n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1)))",
+    ),
+    (
+        "What is the 15th prime number?",
+        _IS_PRIME + "\nprimes = []\nn = 2\nwhile len(primes) < 15:\n"
+        "    if is_prime(n):\n        primes.append(n)\n    n += 1\nanswer(primes[-1])",
+    ),
+    # strings
+    ("Reverse the string 'jupyter'.", "answer('jupyter'[::-1])"),
+    ("Write 'good morning' in capital letters.", "answer('good morning'.upper())"),
+    ("Write 'Good Evening' in small letters.", "answer('Good Evening'.lower())"),
+    (
+        "How many words are in 'a small step for man'?",
+        "answer(len('a small step for man'.split()))",
+    ),
+    ("Is 'level' a palindrome?", "s = 'level'\nanswer(s == s[::-1])"),
+    ("Replace every space in 'a b c' with a dash.", "answer('a b c'.replace(' ', '-'))"),
+    # lists
+    ("Sort [8, 2, 6, 4] in increasing order.", "answer(sorted([8, 2, 6, 4]))"),
+    (
+        "Sort [3, 12, 5] in decreasing order.",
+        "answer(sorted([3, 12, 5], reverse=True))",
+    ),
+    ("What is the smallest number in [14, 3, 27, 9]?", "answer(min([14, 3, 27, 9]))"),
+    ("What is the average of [2, 4, 9]?", "nums = [2, 4, 9]\nanswer(sum(nums) / len(nums))"),
+    (
+        "Which numbers in [3, 8, 11, 14] are odd?",
+        "answer([x for x in [3, 8, 11, 14] if x % 2 == 1])",
+    ),
+    (
+        "What is the sum of the odd numbers in [2, 5, 6, 9]?",
+        "answer(sum(x for x in [2, 5, 6, 9] if x % 2 == 1))",
+    ),
+    (
+        "Remove the duplicates from [4, 1, 4, 2, 1], keeping the order.",
+        "answer(list(dict.fromkeys([4, 1, 4, 2, 1])))",
+    ),
+    ("Reverse the list [7, 8, 9].", "answer([7, 8, 9][::-1])"),
+    # the input in `context`
+    ("What is the largest value in context?", "answer(max(context))"),
+    ("What is the average of the values in context?", "answer(sum(context) / len(context))"),
+    ("What is the median of context?", "import statistics\nanswer(statistics.median(context))"),
+    ("How many items in context are negative?", "answer(sum(1 for x in context if x < 0))"),
+    ("What is the shortest string in context?", "answer(min(context, key=len))"),
+    ("How many lines does context have?", "answer(len(context.splitlines()))"),
+    # files in the working folder
+    (
+        "What is the total of the 'amount' column in orders.csv?",
+        "import csv\nwith open('orders.csv') as f:\n    rows = list(csv.DictReader(f))\n"
+        "amounts = [float(r['amount']) for r in rows]\nanswer(sum(amounts))",
+    ),
+    (
+        "Who is the oldest person in people.csv?",
+        "import csv\nwith open('people.csv') as f:\n    rows = list(csv.DictReader(f))\n"
+        "answer(max(rows, key=lambda r: float(r['age']))['name'])",
+    ),
+    (
+        "How many lines are in log.txt?",
+        "with open('log.txt') as f:\n    answer(len(f.read().splitlines()))",
+    ),
+    (
+        "What are the column names of items.csv?",
+        "import csv\nwith open('items.csv') as f:\n    answer(next(csv.reader(f)))",
+    ),
+    # look before answering: the next turn sees what was printed
+    ("What does the file data.txt contain?", "print(open('data.txt').read()[:300])"),
+    # sub-agents
+    (
+        "Ask a sub-agent to summarise each text in context, and answer with the summaries.",
+        "handles = rlm.map('Summarise context in one sentence.', contexts=context)\n"
+        "answer(rlm.gather(*handles))",
+    ),
+)
+
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "the",
+        "there",
+        "to",
+        "what",
+        "which",
+        "with",
+    ]
+)
+# Words a user may use for the same thing; each maps to the cookbook's word.
+_SYNONYMS = {
+    "mean": "average",
+    "avg": "average",
+    "biggest": "largest",
+    "highest": "largest",
+    "maximum": "largest",
+    "max": "largest",
+    "greatest": "largest",
+    "lowest": "smallest",
+    "minimum": "smallest",
+    "min": "smallest",
+    "least": "smallest",
+    "longest": "length",
+    "shortest": "length",
+    "oldest": "largest",
+    "uppercase": "capital",
+    "upper": "capital",
+    "lowercase": "small",
+    "lower": "small",
+    "times": "count",
+    "count": "count",
+    "occurrences": "count",
+    "appear": "count",
+    "total": "sum",
+    "ascending": "increasing",
+    "descending": "decreasing",
+    "add": "sum",
+    "divisible": "multiples",
+    "text": "string",
+    "texts": "string",
+    "subagent": "sub",
+    "rlm": "sub",
+}
+
+
+def _words(text: str) -> set[str]:
+    out = set()
+    for word in re.findall(r"[a-z]+", text.lower()):
+        if word in _STOP:
+            continue
+        word = _SYNONYMS.get(word, word)
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        out.add(word)
+    return out
+
+
+def _shapes(text: str) -> set[str]:
+    """What a task hands over besides words: a file of some kind, a list, a quoted string.
+
+    A task about `[5, 3, 9]` should see an example that works on a list literal, one about
+    sales.csv an example that reads a CSV file.
+    """
+    shapes = {f".{ext}" for ext in re.findall(r"\.(csv|txt|json)\b", text.lower())}
+    if re.search(r"\[[^\]]*\]", text):
+        shapes.add("[list]")
+    if re.search(r"'[^']*'|\"[^\"]*\"", text):
+        shapes.add("'string'")
+    return shapes
+
+
+def _features(text: str) -> set[str]:
+    return _words(text) | _shapes(text)
+
+
+_INDEX = [_features(task) for task, _ in EXAMPLES]
+_DF = Counter(word for words in _INDEX for word in words)
+
+
+def closest(task: str, k: int, examples: Sequence[Example] = EXAMPLES) -> list[Example]:
+    """The `k` examples nearest to `task`, the nearest last (closest to the task in the prompt).
+
+    Ties keep cookbook order, so the choice is deterministic.
+    """
+    if k <= 0:
+        return []
+    index = _INDEX if examples is EXAMPLES else [_features(t) for t, _ in examples]
+    df = _DF if examples is EXAMPLES else Counter(w for ws in index for w in ws)
+    words = _features(task)
+    n = len(examples)
+
+    def score(i: int) -> float:
+        return sum(math.log(1 + n / df[w]) for w in words & index[i])
+
+    ranked = sorted(range(n), key=lambda i: (score(i), -i), reverse=True)[:k]
+    return [examples[i] for i in reversed(ranked)]

@@ -1,0 +1,164 @@
+"""Model profiles: how the agent loop talks to a model, chosen by the model's name.
+
+A hosted frontier model and the embedded 135M-parameter SmolLM2 need different prompts and
+limits. A profile holds what differs: the system prompt and worked examples, how many tokens a
+reply may have and where it stops, how the reply starts (a prefill), how much cell output the
+model is shown, how a turn is retried, and the default limits that stop a confused model
+quickly. The loop asks `profile_for(model)` once per session and otherwise runs the same for
+every model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from ..daemon import prompts
+from . import cookbook
+
+Messages = list[dict[str, Any]]
+
+# Checked in the daemon's environment, which local kernels share (the kernelspec runs the same
+# Python); a model that reaches for pandas where there is none wastes its turns.
+_DATA_PACKAGES = ("numpy", "pandas", "scipy", "matplotlib", "sympy")
+
+
+@cache
+def installed_packages() -> tuple[str, ...]:
+    return tuple(p for p in _DATA_PACKAGES if importlib.util.find_spec(p) is not None)
+
+
+def installed_note() -> str:
+    extra = installed_packages()
+    if not extra:
+        return "Installed: the Python standard library only (no numpy or pandas)."
+    return "Installed: the Python standard library, " + ", ".join(extra) + "."
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    # The system prompt: (tools, harness text) -> text.
+    system: Callable[[bool, str], str]
+    # The worked exchanges shown before the task (fenced-code models only): task -> messages.
+    examples: Callable[[str], Messages]
+    # The task message: (prompt, context type, depth) -> text.
+    task: Callable[[str, str | None, int], str] = prompts.task_message
+    # Most tokens one reply may have (None: the provider's default).
+    reply_tokens: int | None = None
+    # Where a reply stops; with `prefill` opening a fence, the closing fence ends it.
+    stop: tuple[str, ...] = ()
+    # The start of every reply, sent as an unfinished assistant message that the model
+    # continues. "```python\n" makes every reply one code block: a small model cannot drift
+    # into prose or an unlabelled fence.
+    prefill: str = ""
+    # After a turn printed a value but did not answer, start the next reply with
+    # `answer(` so that the model can only hand the value over.
+    prefill_answer: bool = False
+    # Characters of cell output shown per cell (None: Daemon.observation_chars).
+    observation_chars: int | None = None
+    # Show only the exception's last line of a traceback: a small window and a small model
+    # gain nothing from the frames.
+    brief_errors: bool = False
+    # Follow a common error with its one-line fix (policy.error_hint).
+    error_hints: bool = False
+    # Sampling temperature after an error or a repeated turn, so the retry differs (None: the
+    # provider's default every turn).
+    retry_temperature: float | None = None
+    # Consecutive repeated turns (same code, same output) that end the session.
+    max_repeats: int = 5
+    # Default limits when the session sets none (None: Daemon.max_turns / no time limit).
+    max_turns: int | None = None
+    max_seconds: float | None = None
+    # Said when this model gives up, after what happened.
+    give_up_hint: str = ""
+    # Code run in the REPL before the first turn (recorded as a cell like any other).
+    setup: str = ""
+    # Extra request fields for every model call.
+    request: dict[str, Any] = field(default_factory=dict)
+
+    def request_kwargs(self, *, retry: bool) -> dict[str, Any]:
+        kwargs = dict(self.request)
+        if self.reply_tokens:
+            kwargs["max_tokens"] = self.reply_tokens
+        if self.stop:
+            kwargs["stop"] = list(self.stop)
+        if retry and self.retry_temperature is not None:
+            kwargs["temperature"] = self.retry_temperature
+        return kwargs
+
+
+def _default_system(tools: bool, extra: str) -> str:
+    return prompts.system_prompt(tools=tools, extra=extra, installed=installed_note())
+
+
+def _default_examples(task: str) -> Messages:
+    return [dict(m) for m in prompts.FENCED_EXAMPLE]
+
+
+DEFAULT = Profile(name="default", system=_default_system, examples=_default_examples)
+
+
+# --- small local models ---------------------------------------------------------------------
+
+SMALL_EXAMPLES = 3  # more examples did no better for SmolLM2-135M and cost prompt tokens
+
+
+# SmolLM2 writes `math.gcd(...)` and drops the `import math` its example had about as often
+# as not; with these already imported that error cannot happen.
+SMALL_SETUP = "import csv, math, re, statistics"
+
+
+def _small_system(tools: bool, extra: str) -> str:
+    imported = SMALL_SETUP.removeprefix("import ")
+    return prompts.small_system_prompt(
+        extra=extra, installed=f"{installed_note()} Already imported: {imported}."
+    )
+
+
+def _small_examples(task: str) -> Messages:
+    messages: Messages = []
+    for example_task, code in cookbook.closest(task, SMALL_EXAMPLES):
+        messages.append({"role": "user", "name": "example", "content": f"Task: {example_task}"})
+        messages.append(
+            {"role": "assistant", "name": "example", "content": f"```python\n{code}\n```"}
+        )
+    return messages
+
+
+SMALL = Profile(
+    name="small",
+    system=_small_system,
+    examples=_small_examples,
+    task=prompts.small_task_message,
+    reply_tokens=200,  # right replies measured up to ~140 tokens; longer ones were loops
+    stop=("```",),
+    prefill="```python\n",
+    prefill_answer=True,
+    observation_chars=600,
+    brief_errors=True,
+    error_hints=True,
+    retry_temperature=0.8,
+    max_repeats=2,
+    max_turns=6,
+    max_seconds=120.0,
+    setup=SMALL_SETUP,
+    give_up_hint=(
+        "{model} is a very small model for trying things out offline; for real work use a "
+        "bigger one, e.g. --model openai/gpt-4o-mini (or model=... in rlm())"
+    ),
+)
+
+# Models by exact name, then by provider prefix.
+PROFILES: dict[str, Profile] = {"local/smollm2": SMALL}
+PROVIDER_PROFILES: dict[str, Profile] = {"local": SMALL}
+
+
+def profile_for(model: str) -> Profile:
+    if model in PROFILES:
+        return PROFILES[model]
+    provider = model.split("/", 1)[0] if "/" in model else ""
+    return PROVIDER_PROFILES.get(provider, DEFAULT)

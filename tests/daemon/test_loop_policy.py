@@ -1,0 +1,132 @@
+"""The loop's between-turn policy in a real server and kernel, driven by scripted models."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.models import profiles
+
+
+async def finish(daemon: Daemon, model: str, **options: Any) -> dict[str, Any]:
+    record = await daemon.create_session("task", model=model, **options)
+    return await daemon.wait(record["id"], 120)
+
+
+async def test_unlabelled_fences_are_prose(daemon: Daemon, script: Callable[..., str]) -> None:
+    reply = "The sum is 5. This will print:\n```\n5\n```"
+    result = await finish(daemon, script([{"text": reply}], tools=False))
+    assert result["state"] == "DONE" and result["answer_repr"] == reply
+    assert not await daemon.store.events(result["id"], kinds=["cell"])
+
+
+async def test_a_printed_value_gets_a_nudge_to_answer(
+    daemon: Daemon, script: Callable[..., str]
+) -> None:
+    seen: list[str] = []
+
+    def second(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append(messages[-1]["content"])
+        return {"fenced": "answer(12 + 30)"}
+
+    result = await finish(daemon, script([{"fenced": "print(12 + 30)"}, second], tools=False))
+    assert result["state"] == "DONE" and result["answer_repr"] == "42"
+    assert seen[0].startswith("Output of your code:\n42")
+    assert "call answer(42)" in seen[0]
+
+
+async def test_repeated_turns_end_the_session(daemon: Daemon, script: Callable[..., str]) -> None:
+    stuck = script([{"code": "print('same')"}] * 10)
+    result = await finish(daemon, stuck)
+    assert result["state"] == "FAILED"
+    repeats = profiles.DEFAULT.max_repeats
+    assert f"the same output {repeats + 1} times" in result["error"]
+    assert result["usage"]["own"]["model_calls"] == repeats + 1
+    # A turn whose output changes is not a repeat: the turn limit ends this one.
+    counting = script([{"code": "n = globals().get('n', 0) + 1\nprint(n)"}] * 10)
+    result = await finish(daemon, counting, max_turns=8)
+    assert result["state"] == "FAILED" and "turn limit (8)" in result["error"]
+
+
+async def test_a_profile_sets_limits_prefill_and_setup(
+    daemon: Daemon, script: Callable[..., str], monkeypatch: Any
+) -> None:
+    sent: list[list[dict[str, Any]]] = []
+
+    def turn(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        sent.append(messages)
+        # Replies continue the prefill, as llama.cpp returns them; the loop closes the fence.
+        if messages[-1]["content"].endswith("answer("):
+            return {"text": "True)\n"}
+        return {"text": "print(math.pi > 3)\n"}
+
+    def profile(model: str, **limits: Any) -> None:
+        monkeypatch.setitem(
+            profiles.PROFILES,
+            model,
+            profiles.Profile(
+                name="test",
+                system=profiles.SMALL.system,
+                examples=profiles.SMALL.examples,
+                task=profiles.SMALL.task,
+                prefill="```python\n",
+                prefill_answer=True,
+                setup="import math",
+                give_up_hint="try a bigger {model}",
+                **limits,
+            ),
+        )
+
+    model = script([turn] * 5, tools=False)
+    profile(model)
+    result = await finish(daemon, model)
+    assert result["state"] == "DONE" and result["answer_repr"] == "True"
+    cells = await daemon.store.events(result["id"], kinds=["cell"])
+    assert [c["data"]["code"] for c in cells] == [
+        "import math",
+        "print(math.pi > 3)",
+        "answer(True)",
+    ]
+    assert sent[0][-1] == {"role": "assistant", "content": "```python\n"}
+    # After a printed value, the next reply can only be a call to answer().
+    assert sent[1][-1] == {"role": "assistant", "content": "```python\nanswer("}
+    assert sent[1][-3]["content"] == "```python\nprint(math.pi > 3)\n```"
+    assert "call answer(True)" in sent[1][-2]["content"]
+
+    # The profile's default turn limit, and what the user is told when it is reached.
+    failing = script([{"text": "1 / 0\n"}] * 5, tools=False)
+    profile(failing, max_turns=2)
+    result = await finish(daemon, failing)
+    assert result["state"] == "FAILED"
+    assert result["error"] == (
+        f"the turn limit (2) was reached without an answer; try a bigger {failing}"
+    )
+    # An explicit max_turns wins over the profile's default.
+    assert (await finish(daemon, failing, max_turns=3))["usage"]["own"]["model_calls"] == 3
+
+
+async def test_the_profile_time_limit_stops_a_slow_model_call(
+    daemon: Daemon, script: Callable[..., str], monkeypatch: Any
+) -> None:
+    slow = script([{"sleep": 4, "fenced": "answer(1)"}], tools=False)
+    monkeypatch.setitem(
+        profiles.PROFILES,
+        slow,
+        profiles.Profile(
+            name="test",
+            system=profiles.DEFAULT.system,
+            examples=profiles.DEFAULT.examples,
+            max_seconds=1.0,
+            give_up_hint="use --model",
+        ),
+    )
+    result = await finish(daemon, slow)
+    assert result["state"] == "FAILED"
+    assert result["error"] == (
+        "the time limit (1 s) was reached without an answer (a model call was still running); "
+        "use --model"
+    )
+    # A seconds budget of the session's own replaces the profile's limit.
+    budget = await finish(daemon, slow, budget={"seconds": 60})
+    assert budget["state"] == "DONE"

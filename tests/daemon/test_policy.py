@@ -1,0 +1,98 @@
+"""The agent loop's decisions between turns (prime_kernel/daemon/policy.py)."""
+
+from __future__ import annotations
+
+from prime_kernel.daemon import policy
+from prime_kernel.daemon.policy import CellRun
+
+
+def test_only_labelled_python_fences_run() -> None:
+    reply = (
+        "Let me compute it.\n"
+        "```python\nx = 2\nprint(x)\n```\n"
+        "This will print:\n```\n2\n```\n"
+        "And in the shell:\n```bash\nls\n```\n"
+        "```py\ny = 3\n```\n"
+        "```Python3\nz = 4\n```\n"
+        "```python\n\n```"
+    )
+    assert policy.code_blocks(reply) == ["x = 2\nprint(x)", "y = 3", "z = 4"]
+    assert policy.code_blocks("no code at all") == []
+    assert policy.code_blocks(None) == []
+    # An unclosed fence is not code: the reply was cut off mid-block.
+    assert policy.code_blocks("```python\nprint(1)\n") == []
+
+
+def test_complete_reply_closes_the_fence_the_prefill_opened() -> None:
+    assert policy.complete_reply("", "plain text") == "plain text"
+    # The stop sequence (the closing fence) is not part of what the model returns.
+    assert policy.complete_reply("```python\n", "answer(1)\n") == "```python\nanswer(1)\n```"
+    assert (
+        policy.complete_reply("```python\nanswer(", "41 + 1)") == "```python\nanswer(41 + 1)\n```"
+    )
+    # A provider that keeps the stop sequence: nothing is added.
+    assert policy.complete_reply("```python\n", "answer(1)\n```") == "```python\nanswer(1)\n```"
+    assert policy.code_blocks(policy.complete_reply("```python\n", "x = 1")) == ["x = 1"]
+
+
+def test_answer_prefill() -> None:
+    assert policy.answer_prefill("```python\n") == "```python\nanswer("
+    assert policy.answer_prefill("") == "```python\nanswer("
+
+
+def test_printed_result_is_the_last_line_of_a_clean_turn() -> None:
+    assert policy.printed_result([CellRun("print(12 + 30)", "42\n", True)]) == "42"
+    assert policy.printed_result([CellRun("x", "a\nb\n\n", True)]) == "b"
+    assert policy.printed_result([CellRun("print([1, 2])", "[1, 2]\n", True)]) == "[1, 2]"
+    # Nothing printed, an error, or only our own note: nothing to answer with.
+    assert policy.printed_result([CellRun("x = 1", "[no output]", True)]) is None
+    assert policy.printed_result([CellRun("plot()", "[display data: image/png]\n", True)]) is None
+    assert (
+        policy.printed_result([CellRun("1/0", "ZeroDivisionError: division by zero", False)])
+        is None
+    )
+    assert (
+        policy.printed_result([CellRun("print(1)", "1", True), CellRun("1/0", "E", False)]) is None
+    )
+    assert policy.printed_result([]) is None
+    # A long line is output to read, not a value to answer with.
+    assert policy.printed_result([CellRun("print('z' * 500)", "z" * 500, True)]) is None
+
+
+def test_answer_nudge_offers_the_call_to_make() -> None:
+    assert "answer(42)" in policy.answer_nudge("42")
+    assert "answer([1, 2])" in policy.answer_nudge("[1, 2]")
+    # Text that is not a Python literal is offered as a string.
+    assert "answer('HELLO WORLD')" in policy.answer_nudge("HELLO WORLD")
+
+
+def test_repeats_counts_trailing_turns_seen_before() -> None:
+    a = policy.turn_key([CellRun("print(1)", "1", True)])
+    a_spaced = policy.turn_key([CellRun("print(1)  \n", "1", True)])
+    b = policy.turn_key([CellRun("print(2)", "2", True)])
+    polled = policy.turn_key([CellRun("print(1)", "still running", True)])
+    assert a == a_spaced
+    assert policy.repeats([]) == 0
+    assert policy.repeats([a]) == 0
+    assert policy.repeats([a, b]) == 0
+    assert policy.repeats([a, a]) == 1
+    assert policy.repeats([a, a, a]) == 2
+    assert policy.repeats([a, b, a]) == 1
+    assert policy.repeats([a, a, b]) == 0
+    # The same code with new output (polling a child) is not a repeat.
+    assert policy.repeats([a, polled]) == 0
+
+
+def test_error_hints_name_the_fix() -> None:
+    hint = policy.error_hint("TypeError: unsupported operand type(s) for +: 'int' and 'str'")
+    assert hint and "float(x)" in hint
+    assert "float(x)" in (
+        policy.error_hint('TypeError: can only concatenate str (not "int")') or ""
+    )
+    hint = policy.error_hint("NameError: name 'notebook' is not defined")
+    assert hint and "'notebook' in quotes" in hint
+    hint = policy.error_hint("FileNotFoundError: [Errno 2] No such file or directory: 'orders.csv'")
+    assert hint and "'orders.csv'" in hint
+    assert "first row" in (policy.error_hint("KeyError: 'name'") or "")
+    assert policy.error_hint("ZeroDivisionError: division by zero") is None
+    assert policy.error_hint("42") is None

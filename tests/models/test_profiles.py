@@ -1,0 +1,91 @@
+"""Model profiles and the small models' cookbook: pure functions, no model is run."""
+
+from __future__ import annotations
+
+import ast
+
+from prime_kernel.models import cookbook, profiles
+from prime_kernel.models.profiles import DEFAULT, SMALL, profile_for
+
+
+def test_profiles_are_chosen_by_model_name() -> None:
+    assert profile_for("local/smollm2") is SMALL
+    assert profile_for("local/anything-else") is SMALL
+    assert profile_for("openai/gpt-4o-mini") is DEFAULT
+    assert profile_for("scripted/echo") is DEFAULT
+    assert profile_for("gpt-4o") is DEFAULT
+
+
+def test_default_profile_is_todays_behaviour() -> None:
+    assert DEFAULT.request_kwargs(retry=True) == {}
+    assert DEFAULT.prefill == "" and DEFAULT.max_turns is None and DEFAULT.max_seconds is None
+    system = DEFAULT.system(False, "NOTES")
+    assert "```python" in system and system.endswith("NOTES")
+    assert profiles.installed_note() in system
+    assert DEFAULT.system(True, "").count("`python` tool") == 1
+
+
+def test_small_profile_limits_replies_and_retries_differently() -> None:
+    assert SMALL.request_kwargs(retry=False) == {"max_tokens": SMALL.reply_tokens, "stop": ["```"]}
+    assert SMALL.request_kwargs(retry=True)["temperature"] == SMALL.retry_temperature
+    assert SMALL.prefill == "```python\n"
+    assert SMALL.max_turns and SMALL.max_seconds and SMALL.give_up_hint
+    assert "--model" in SMALL.give_up_hint.format(model="local/smollm2")
+
+
+def test_small_prompt_is_short() -> None:
+    """System prompt, examples and task stay well under ~600 tokens (about 4 chars a token)."""
+    task = "What is the mean of the price column in sales.csv?"
+    messages = [
+        {"role": "system", "content": SMALL.system(False, "")},
+        *SMALL.examples(task),
+        {"role": "user", "content": SMALL.task(task, None, 0)},
+    ]
+    chars = sum(len(m["content"]) for m in messages)
+    assert chars < 600 * 4 // 2, chars
+    assert profiles.installed_note() in messages[0]["content"]
+    assert "Already imported: csv, math, re, statistics." in messages[0]["content"]
+    assert all(m.get("name") == "example" for m in messages[1:-1])
+    assert SMALL.task("What is the mean of context?", "list", 1) == (
+        "Task: What is the mean of context?\n(The variable `context` holds a list.)"
+    )
+
+
+def test_installed_note_names_what_the_kernel_can_import() -> None:
+    note = profiles.installed_note()
+    for name in ("numpy", "pandas"):
+        assert (name in profiles.installed_packages()) == (f"{name}," in note or f"{name}." in note)
+
+
+def test_cookbook_examples_are_valid_python_that_answers() -> None:
+    for task, code in cookbook.EXAMPLES:
+        tree = ast.parse(code)
+        assert task.strip() and tree.body, task
+        calls = {
+            n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and hasattr(n.func, "id")
+        }
+        assert "answer" in calls or "print" in calls, task
+
+
+def test_closest_examples_match_the_task_kind() -> None:
+    def nearest(task: str) -> str:
+        return cookbook.closest(task, 3)[-1][0]
+
+    assert "prime" in nearest("How many primes are below 1000?")
+    assert ".csv" in nearest("What is the biggest value of the 'score' column in results.csv?")
+    assert "context" in nearest("What is the mean of context?")
+    assert "capital letters" in nearest("Convert 'abc' to uppercase")
+    assert "sub-agent" in nearest("Use rlm() on each part of context")
+    # Deterministic, nearest last, and never more than asked for.
+    assert cookbook.closest("What is 5 + 5?", 3) == cookbook.closest("What is 5 + 5?", 3)
+    assert len(cookbook.closest("anything", 2)) == 2
+    assert cookbook.closest("anything", 0) == []
+    own = [("Count apples.", "answer(1)"), ("Count pears in the basket.", "answer(2)")]
+    assert cookbook.closest("pears basket", 1, own) == [own[1]]
+
+
+def test_examples_never_hold_the_task_itself() -> None:
+    """A copied example must give a visibly wrong answer: examples use their own numbers."""
+    tasks = {t for t, _ in cookbook.EXAMPLES}
+    assert "Compute the sum of the squares of 1..100" not in tasks
+    assert "What is the mean of context?" not in tasks
