@@ -35,7 +35,7 @@ class SessionRegistry:
         """A new session: stored (the caller inserted its row) and indexed."""
         record.sink = self._tracking(sink)
         self._add(record)
-        self.touch(record.id)
+        self.touch(record.id, ancestors=True)  # their `children` lists changed
         return record
 
     def _add(self, record: SessionRecord) -> None:
@@ -45,13 +45,19 @@ class SessionRegistry:
     def _tracking(self, sink: Sink) -> Sink:
         def write(session_id: str, fields: dict[str, Any]) -> None:
             sink(session_id, fields)
-            self.touch(session_id)
+            # What a session spends is in every ancestor's subtree usage too.
+            self.touch(session_id, ancestors="usage" in fields)
 
         return write
 
-    def touch(self, session_id: str) -> None:
+    def touch(self, session_id: str, *, ancestors: bool = False) -> None:
+        """Mark a session (and its ancestors) changed, for `select(changed_after=...)`."""
         self.version += 1
-        self._changed[session_id] = self.version
+        record = self._records.get(session_id)
+        while record is not None:
+            self._changed[record.id] = self.version
+            parent = record.parent_id if ancestors else None
+            record = self._records.get(parent) if parent else None
 
     # -- lookups --------------------------------------------------------------------------------
     def get(self, session_id: str) -> SessionRecord:
