@@ -10,12 +10,10 @@ import pytest
 
 from prime_kernel.cli.main import main as cli_main
 from prime_kernel.daemon import budget
-from prime_kernel.daemon import usage as usage_mod
 from prime_kernel.daemon.accounting import Accounting
-from prime_kernel.daemon.records import SessionRecord
-from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.protocol.errors import BudgetExceeded, PrimeError
-from prime_kernel.protocol.states import SessionKind, SessionState
+
+from .conftest import session, spend
 
 
 @pytest.mark.parametrize(
@@ -45,41 +43,10 @@ def test_parse_keeps_numbers_and_drops_empty() -> None:
     assert budget.parse(None) is None
 
 
-def _session(accounts: Accounting, sid: str, parent: str | None, **fields: Any) -> SessionRecord:
-    record = SessionRecord(
-        id=sid,
-        name=sid,
-        prompt="p",
-        model="scripted/echo",
-        state=SessionState.RUNNING,
-        kind=SessionKind.AGENT,
-        parent_id=parent,
-        root_id=parent or sid,
-        depth=0 if parent is None else 1,
-        created=time.time(),
-        started=fields.pop("started", time.time()),
-        usage=usage_mod.empty(),
-        **fields,
-    )
-    return accounts.registry.add(record, lambda sid, fields: None)
-
-
-def _spend(record: SessionRecord, tokens: int, cost: float = 0.0, calls: int = 1) -> None:
-    record.update(
-        usage={**record.usage, "total_tokens": tokens, "cost": cost, "model_calls": calls}
-    )
-
-
-@pytest.fixture
-def accounts() -> Accounting:
-    """Budgets over an in-memory registry: the rules need no store, kernels or server."""
-    return Accounting(SessionRegistry())
-
-
 def test_children_spend_against_the_parent(accounts: Accounting) -> None:
-    parent = _session(accounts, "p", None, budget={"tokens": 1000, "dollars": 1.0})
-    child = _session(accounts, "c", "p")
-    _spend(parent, 300)
+    parent = session(accounts, "p", None, budget={"tokens": 1000, "dollars": 1.0})
+    child = session(accounts, "c", "p")
+    spend(parent, 300)
     # A child may have what remains (700 tokens), not more.
     assert accounts.admit(parent, {"tokens": 700}, None) == {"tokens": 700}
     with pytest.raises(PrimeError, match="more than what remains of the parent's budget"):
@@ -87,7 +54,7 @@ def test_children_spend_against_the_parent(accounts: Accounting) -> None:
     with pytest.raises(PrimeError, match="dollars=2 is more than what remains"):
         accounts.admit(parent, {"dollars": 2}, None)
     accounts.check(child)  # 300 of 1000: fine
-    _spend(child, 700)  # the child's spend counts against the parent's budget
+    spend(child, 700)  # the child's spend counts against the parent's budget
     assert accounts.spent("p")["tokens"] == 1000
     with pytest.raises(BudgetExceeded, match="ancestor session p") as info:
         accounts.check(child)
@@ -101,17 +68,17 @@ def test_children_spend_against_the_parent(accounts: Accounting) -> None:
 
 
 def test_turns_seconds_and_dollars(accounts: Accounting) -> None:
-    live = _session(accounts, "t", None, budget={"turns": 2})
-    _spend(live, 10, calls=1)
+    live = session(accounts, "t", None, budget={"turns": 2})
+    spend(live, 10, calls=1)
     accounts.check(live)
-    _spend(live, 20, calls=2)
+    spend(live, 20, calls=2)
     with pytest.raises(BudgetExceeded, match="2 of 2 model calls"):
         accounts.check(live)
-    slow = _session(accounts, "s", None, budget={"seconds": 5}, started=time.time() - 6)
+    slow = session(accounts, "s", None, budget={"seconds": 5}, started=time.time() - 6)
     with pytest.raises(BudgetExceeded, match="seconds"):
         accounts.check(slow)
-    pricey = _session(accounts, "d", None, budget={"dollars": 0.01})
-    _spend(pricey, 10, cost=0.02)
+    pricey = session(accounts, "d", None, budget={"dollars": 0.01})
+    spend(pricey, 10, cost=0.02)
     with pytest.raises(BudgetExceeded, match="dollars"):
         accounts.check(pricey)
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from prime_kernel.daemon.accounting import Accounting
 
-from .test_budget import _session, _spend, accounts  # noqa: F401  (accounts: a fixture)
+from .conftest import session, spend
 
 
 def test_changed_after_includes_ancestors_whose_subtree_changed(accounts: Accounting) -> None:
     registry = accounts.registry
-    root = _session(accounts, "r", None)
-    child = _session(accounts, "k", "r")
-    _session(accounts, "other", None)
+    root = session(accounts, "r", None)
+    child = session(accounts, "k", "r")
+    session(accounts, "other", None)
     cursor = registry.version
-    _spend(child, 10)  # the root's subtree usage changed too
+    spend(child, 10)  # the root's subtree usage changed too
     assert {r.id for r in registry.select(changed_after=cursor)} == {"k", "r"}
     cursor = registry.version
     root.update(name="renamed")

@@ -1,0 +1,46 @@
+"""Records over an in-memory registry: budget and change-tracking rules need no store, kernels
+or server."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from prime_kernel.daemon import usage as usage_mod
+from prime_kernel.daemon.accounting import Accounting
+from prime_kernel.daemon.records import SessionRecord
+from prime_kernel.daemon.registry import SessionRegistry
+from prime_kernel.protocol.states import SessionKind, SessionState
+
+
+def session(accounts: Accounting, sid: str, parent: str | None, **fields: Any) -> SessionRecord:
+    record = SessionRecord(
+        id=sid,
+        name=sid,
+        prompt="p",
+        model="scripted/echo",
+        state=SessionState.RUNNING,
+        kind=SessionKind.AGENT,
+        parent_id=parent,
+        root_id=parent or sid,
+        depth=0 if parent is None else 1,
+        created=time.time(),
+        started=fields.pop("started", time.time()),
+        usage=usage_mod.empty(),
+        **fields,
+    )
+    return accounts.registry.add(record, lambda sid, fields: None)
+
+
+def spend(record: SessionRecord, tokens: int, cost: float = 0.0, calls: int = 1) -> None:
+    record.update(
+        usage={**record.usage, "total_tokens": tokens, "cost": cost, "model_calls": calls}
+    )
+
+
+@pytest.fixture
+def accounts() -> Accounting:
+    """Budgets over an in-memory registry: the rules need no store, kernels or server."""
+    return Accounting(SessionRegistry())
