@@ -62,16 +62,16 @@ describe('SessionIndex', () => {
     expect(index.patchState('zzz', 'DONE')).toBe(false);
   });
 
-  it('merges 1,000 sessions and one change quickly', () => {
+  it('merges one change into 1,000 sessions, re-summing its ancestors', () => {
     const index = new SessionIndex();
     const many = Array.from({ length: 1000 }, (_, i) =>
       S(`s${i}`, { parent_id: i % 10 ? `s${i - (i % 10)}` : null, depth: i % 10 ? 1 : 0 })
     );
     index.reset(many);
-    const t0 = performance.now();
+    // How long this takes is measured in the browser test, on a real page; here, what it does.
     index.merge([S('s5', { parent_id: 's0', depth: 1, state: 'DONE', usage: { own: U({ total_tokens: 9 }), subtree: U({ total_tokens: 9 }) } })]);
-    expect(performance.now() - t0).toBeLessThan(5);
     expect(index.get('s0')!.usage.subtree.total_tokens).toBe(9);
+    expect(index.get('s5')!.state).toBe('DONE');
   });
 });
 
