@@ -16,6 +16,7 @@ import re
 from typing import Any, Protocol
 
 from ..models.router import Completion
+from ..protocol.errors import ModelError
 from ..protocol.events import EventKind
 from .kernels import CellResult
 from .observation import render
@@ -102,7 +103,10 @@ class AgentLoop:
             if self.live.answered:
                 return
             if not ran:
-                self.host.reply(self.live, message.get("content") or "")
+                text = message.get("content") or ""
+                if not text.strip():  # nothing to run and nothing to answer with
+                    raise ModelError(f"the model {self.model!r} replied with no text and no code")
+                self.host.reply(self.live, text)
                 return
         raise TurnLimitReached(f"the turn limit ({max_turns}) was reached without an answer")
 
