@@ -1,8 +1,14 @@
-"""`prime-agent`: one parser, one module per group of subcommands."""
+"""`prime-agent`: one parser, one module per group of subcommands.
+
+Importing this module and building the parser must stay cheap (`--help`, `sessions`, `show` and
+`export` answer in well under a second): command modules import the daemon, the server,
+litellm or nbformat inside the functions that need them, never at module level.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -15,22 +21,35 @@ __all__ = ["CLIError", "main"]
 # Each module adds its subcommands and sets `func` on them.
 COMMAND_MODULES = [run, sessions, remote, messages, export, harness_cli]
 
+ROOT_HELP = "the working folder; the daemon's store lives in ROOT/.prime (default: .)"
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prime-agent",
         description="Prime Agent: a recursive language model harness on Jupyter kernels.",
     )
-    parser.add_argument(
-        "--root",
-        default=".",
-        help="the working folder; the daemon's store lives in ROOT/.prime (default: .)",
-    )
+    parser.add_argument("--root", default=".", help=ROOT_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMAND_MODULES:
         module.add_commands(sub)
+    _root_after_command(parser)
     return parser
+
+
+def _root_after_command(parser: argparse.ArgumentParser) -> None:
+    """Accept `--root` after any subcommand too (`prime-agent run "task" --root DIR`).
+
+    The subcommands' option leaves the namespace alone when it is not given
+    (`argparse.SUPPRESS`), so the value given before the subcommand, or the default, stands.
+    """
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                if not any(a.dest == "root" for a in child._actions):
+                    child.add_argument("--root", default=argparse.SUPPRESS, help=ROOT_HELP)
+                _root_after_command(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,6 +62,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CLIError as e:
         print(f"prime-agent: error: {e}", file=sys.stderr)
         return e.exit_code
+    except BrokenPipeError:
+        # The reader went away (`prime-agent sessions | head`): stop quietly. Python would
+        # complain again when it flushes stdout at exit, so point stdout at /dev/null first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # what a shell reports for a process ended by SIGPIPE
 
 
 if __name__ == "__main__":
