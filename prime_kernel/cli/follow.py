@@ -85,7 +85,8 @@ class Progress:
         # event: it is shown after the cell.
         self.held: dict[str, list[str]] = {}
 
-    def show(self, record: dict[str, Any], depth: int, event: dict[str, Any]) -> None:
+    def count(self, record: dict[str, Any], depth: int, event: dict[str, Any]) -> None:
+        """Take an event into account (turns, spending, what the session does now)."""
         sid, kind, data = record["id"], event["kind"], event["data"]
         if kind == "model_call":
             usage = data.get("usage") or {}
@@ -94,6 +95,10 @@ class Progress:
             if not data.get("purpose"):
                 self.turns[sid] = self.turns.get(sid, 0) + 1
         self._note_phase(record, depth, kind, data)
+
+    def show(self, record: dict[str, Any], depth: int, event: dict[str, Any]) -> None:
+        self.count(record, depth, event)
+        sid, kind, data = record["id"], event["kind"], event["data"]
         if self.stream is None:
             return
         lines = render(event)
@@ -173,11 +178,30 @@ class Outcome:
     stopped: str | None  # why following was asked to stop (Stop.reason), if it was
 
 
+async def past(server: Server, session_id: str, progress: Progress) -> dict[str, int]:
+    """What the session's tree has done so far, counted by `progress` but not shown: the
+    `after` for a `follow` of what it does from now on."""
+    first = await asyncio.to_thread(server.session, session_id)
+    records = await asyncio.to_thread(server.tree, first["root_id"])
+    seen = {}
+    for record, depth in _subtree(records, session_id):
+        events = await asyncio.to_thread(server.events, record["id"])
+        for event in events:
+            progress.count(record, depth, event)
+        seen[record["id"]] = events[-1]["seq"] if events else 0
+    return seen
+
+
 async def follow(
-    server: Server, session_id: str, progress: Progress, stop: Stop, *, replay: bool = True
+    server: Server,
+    session_id: str,
+    progress: Progress,
+    stop: Stop,
+    *,
+    after: dict[str, int] | None = None,
 ) -> Outcome:
-    """Show the session's trajectory, and its descendants', until it ends (without `replay`,
-    only what happens from now on).
+    """Show the trajectory of the session and its descendants until it ends (from the event
+    after `after[session id]`, if given).
 
     On a stop request it cancels the session (and its subtree) and follows it to CANCELLED.
     Sub-agents still going when it ends are cancelled: nothing would read their answers.
@@ -185,15 +209,11 @@ async def follow(
     call = asyncio.to_thread
     first = await call(server.session, session_id)
     root_id = first["root_id"]
-    seen: dict[str, int] = {}  # session id -> the last event seq shown
+    seen: dict[str, int] = dict(after or {})  # session id -> the last event seq shown
     last: dict[str, dict[str, Any]] = {}  # session id -> its record as last seen
     done: set[str] = set()  # ended, and every event of theirs shown
     cancelled = False
     answer_kind: str | None = None
-    if not replay:
-        for record, _ in _subtree(await call(server.tree, root_id), session_id):
-            events = await call(server.events, record["id"])
-            seen[record["id"]] = events[-1]["seq"] if events else 0
     while True:
         if stop.requested.is_set() and not cancelled:
             cancelled = True

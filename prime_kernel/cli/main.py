@@ -56,7 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, so a reader that went away is noticed below
+        return code
     except KeyboardInterrupt:
         return 130
     except CLIError as e:

@@ -26,13 +26,15 @@ from typing import Any, TextIO
 
 from . import inputs
 from .common import CLIError, fmt_usage, resolved_root, skip_slow_imports
-from .follow import Outcome, Progress, Stop, follow
+from .follow import Outcome, Progress, Stop, follow, past
 from .headless import Terminal, make_server, new_log, quiet_process, start_daemon
 from .remote import Refused, Server, find_server
 
-# Exit codes besides 0 (done) and 1 (the session failed) and 2 (bad input).
+# Exit codes besides 0 (done), 1 (the session failed) and 2 (bad input): a shell's for the
+# signal that stopped the run.
 EXIT_INTERRUPTED = 130
 EXIT_OUTPUT_CLOSED = 141
+STOPPED = {"interrupted": ("Ctrl-C", EXIT_INTERRUPTED), "terminated": ("SIGTERM", 143)}
 DEFAULT_MODEL = "local/smollm2"  # the daemon's (c.Daemon.default_model), without importing it
 
 
@@ -176,19 +178,9 @@ def _headless(args: argparse.Namespace, root: Path, job: Job) -> int:
     argv = ["--Daemon.auto_resume=False", "--Daemon.pool_size=1", *job.server_argv]
     try:
         with quiet_process(log) as terminal:
-            app = make_server(root, argv)
-            app.write_server_info_file()
-            try:
-                outcome = app.io_loop.run_sync(
-                    lambda: _serve_and_follow(app, job, args, terminal, log)
-                )
-            finally:
-                # Ctrl-C now would leave kernels running: stopping them takes a moment.
-                previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-                try:
-                    app.io_loop.run_sync(app._cleanup)
-                finally:
-                    signal.signal(signal.SIGINT, previous)
+            outcome = _serve(args, root, job, argv, terminal, log)
+    except KeyboardInterrupt:  # before the session was created (then Ctrl-C cancels it)
+        outcome = None
     except CLIError as e:
         raise CLIError(f"{e} (log: {log})", e.exit_code) from None
     except Exception as e:  # a bug: the traceback goes to the log, one line to the terminal
@@ -198,6 +190,31 @@ def _headless(args: argparse.Namespace, root: Path, job: Job) -> int:
             traceback.print_exc(file=f)
         raise CLIError(f"{type(e).__name__}: {e} (log: {log})", exit_code=1) from None
     return _report(args, root, outcome, log=log)
+
+
+def _serve(
+    args: argparse.Namespace,
+    root: Path,
+    job: Job,
+    argv: list[str],
+    terminal: Terminal,
+    log: Path,
+) -> Outcome | None:
+    app = make_server(root, argv)
+    # Not the server's handlers (on a terminal, its Ctrl-C asks whether to shut down): until
+    # the session is being followed, either signal stops the command before it starts one.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    app.write_server_info_file()
+    try:
+        return app.io_loop.run_sync(lambda: _serve_and_follow(app, job, args, terminal, log))
+    finally:
+        # Ctrl-C now would leave kernels running: stopping them takes a moment.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            app.io_loop.run_sync(app._cleanup)
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 async def _serve_and_follow(
@@ -222,30 +239,35 @@ async def _serve_and_follow(
 async def _submit_and_follow(
     server: Server, job: Job, args: argparse.Namespace, terminal: Terminal, stop: Stop
 ) -> Outcome | None:
+    stream: TextIO | None = None
+    if not args.quiet:
+        stream = terminal.err if args.json else terminal.out
+    progress = Progress(stream, stop)
+    after = None
     try:
         if job.resume is not None:
+            after = await past(server, job.resume, progress)  # shown: only what comes now
             record = await asyncio.to_thread(server.resume, job.resume)
         else:
             record = await asyncio.to_thread(server.create, job.body)
     except Refused as e:  # what the daemon refuses here is what it was given (400, 413)
         raise CLIError(str(e), 2 if e.status in (400, 413) else 1) from None
-    stream: TextIO | None = None
-    if not args.quiet:
-        stream = terminal.err if args.json else terminal.out
-    progress = Progress(stream, stop)
     progress.note(f"session {record['id']} · {record['model']}")
-    return await follow(server, record["id"], progress, stop, replay=job.resume is None)
+    return await follow(server, record["id"], progress, stop, after=after)
 
 
 @contextlib.contextmanager
 def _interrupts(stop: Stop) -> Any:
-    """Ctrl-C asks `stop` to cancel the session (once; more presses are ignored meanwhile)."""
+    """Ctrl-C (or SIGTERM) asks `stop` to cancel the session; more meanwhile change nothing."""
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, stop.request, "interrupted")
+    reasons = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+    for signum, reason in reasons.items():
+        loop.add_signal_handler(signum, stop.request, reason)
     try:
         yield
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        for signum in reasons:
+            loop.remove_signal_handler(signum)
 
 
 # -- the result -------------------------------------------------------------------------------
@@ -280,12 +302,13 @@ def _report(args: argparse.Namespace, root: Path, outcome: Outcome | None, log: 
         )
     if state == "DONE":
         return 0
-    if state == "CANCELLED" and outcome.stopped == "interrupted":
+    if state == "CANCELLED" and outcome.stopped in STOPPED:
+        how, code = STOPPED[outcome.stopped]
         print(
-            f"prime-agent: cancelled (Ctrl-C): session {sid} CANCELLED, its kernels shut down",
+            f"prime-agent: cancelled ({how}): session {sid} CANCELLED, its kernels shut down",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
+        return code
     if outcome.stopped == "output closed":
         return EXIT_OUTPUT_CLOSED
     why = record.get("error") or ("cancelled" if state == "CANCELLED" else "no answer")

@@ -1,0 +1,99 @@
+"""`prime-agent` on a root a server already serves (`jupyter lab` there): the server holds the
+store, so every command goes through its REST API, and `run` submits its task to it."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from tests.cli.conftest import CLI, one_line_error, read_until
+
+SCRIPTS = {
+    "shout": {"turns": [{"code": "answer(context.upper())"}]},
+    "prose": {"turns": [{"text": "It is probably 42."}], "tools": False},
+    "empty": {"turns": [{"text": ""}]},
+    "mute": {"turns": [{"sleep": 3600, "text": "too late"}]},
+    "busy": {"turns": [{"code": "import time\ntime.sleep(600)"}]},
+}
+
+
+def test_run_goes_to_the_running_server(
+    cli: CLI, root: Path, tmp_path: Path, start_server: Any
+) -> None:
+    cli.scripts(SCRIPTS)
+    server = start_server(root, "--Daemon.model_timeout=3")
+    proc = cli(
+        "run",
+        "shout it",
+        "--model",
+        "scripted/shout",
+        "--context",
+        "-",
+        "--json",
+        root=root,
+        input="hello from stdin",
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert (result["state"], result["answer"]) == ("DONE", "HELLO FROM STDIN")
+    assert "answer: 'HELLO FROM STDIN'" in proc.stderr  # --json: progress on stderr
+    sid = result["id"]
+    assert [s["id"] for s in server.get("sessions")["sessions"]] == [sid]
+    assert not list((root / ".prime").glob("logs/*"))  # no server of its own was started
+
+    # Reading commands ask the server (its store is locked to anyone else).
+    assert [s["id"] for s in cli.json("sessions", root=root)] == [sid]
+    assert "answer:  'HELLO FROM STDIN'" in cli("show", sid, root=root).stdout
+    target = tmp_path / "shout.ipynb"
+    assert cli("export", sid, "-o", str(target), root=root).returncode == 0
+    assert nbformat.read(target, as_version=4).cells
+
+    # What the server refuses, in one line each.
+    one_line_error(cli("run", "x", "--model", "local/smollm", root=root), 2, "unknown model")
+    one_line_error(
+        cli("run", "x", "--config", "Daemon.pool_size=0", root=root), 2, "one already serves"
+    )
+    one_line_error(cli("send", sid, "more", root=root), 1, "has ended (DONE)")
+    one_line_error(cli("resume", sid, root=root), 1, "is DONE, not INACTIVE")
+
+    # Models that answer badly.
+    prose = cli("run", "x", "--model", "scripted/prose", root=root)
+    assert prose.returncode == 0, prose.stderr
+    assert "Answer (a reply, no code ran): It is probably 42." in prose.stdout
+    empty = cli("run", "x", "--model", "scripted/empty", root=root)
+    one_line_error(empty, 1, "FAILED: the model 'scripted/empty' replied with no text and no code")
+    mute = cli("run", "x", "--model", "scripted/mute", root=root, timeout=120)
+    one_line_error(mute, 1, "FAILED: the model 'scripted/mute' did not answer within 3 s")
+
+
+def test_ctrl_c_cancels_the_session_on_the_server(cli: CLI, root: Path, start_server: Any) -> None:
+    cli.scripts(SCRIPTS)
+    server = start_server(root)
+    run = cli.start("run", "sleep", "--model", "scripted/busy", root=root)
+    assert run.stdout is not None and run.stderr is not None
+    sid = read_until(run.stdout, "session ")[-1].split()[1]
+    read_until(run.stdout, "turn 1 · model scripted/busy")
+    run.send_signal(signal.SIGINT)
+    assert run.wait(120) == 130
+    assert run.stderr.read().strip().splitlines() == [
+        f"prime-agent: cancelled (Ctrl-C): session {sid} CANCELLED, its kernels shut down"
+    ]
+    assert server.get(f"sessions/{sid}")["state"] == "CANCELLED"
+
+
+def test_the_store_read_directly_says_what_the_server_says(
+    cli: CLI, root: Path, start_server: Any
+) -> None:
+    cli.scripts(SCRIPTS)
+    server = start_server(root, "--Daemon.keep_root_kernel=0")
+    assert cli("run", "a", "--model", "scripted/prose", "-q", root=root).returncode == 0
+    assert cli("run", "b", "--model", "scripted/empty", "-q", root=root).returncode == 1
+    served = cli.json("sessions", root=root)
+    shown = [cli.json("show", s["id"], root=root) for s in served]
+    server.stop()
+    assert cli.json("sessions", root=root) == served
+    assert [cli.json("show", s["id"], root=root) for s in served] == shown
