@@ -200,8 +200,8 @@ async def follow(
     *,
     after: dict[str, int] | None = None,
 ) -> Outcome:
-    """Show the trajectory of the session and its descendants until it ends (from the event
-    after `after[session id]`, if given).
+    """Show the trajectory of the session and its descendants until it ends, or (a persistent
+    session) waits IDLE for messages; from the event after `after[session id]`, if given.
 
     On a stop request it cancels the session (and its subtree) and follows it to CANCELLED.
     Sub-agents still going when it ends are cancelled: nothing would read their answers.
@@ -234,12 +234,12 @@ async def follow(
             if record["state"] in _ENDED:
                 done.add(sid)
         top = records[0][0]
-        if top["state"] in _ENDED:
-            going = [r for r, _ in records if r["state"] not in _ENDED]
-            if not going:
-                progress.close()
-                return Outcome(top, answer_kind, stop.reason)
-            for record in going:  # leftovers: cancel each one whose parent has ended
+        going = [r for r, _ in records if r["state"] not in _ENDED]
+        if top["state"] == SessionState.IDLE.value or (top["state"] in _ENDED and not going):
+            progress.close()
+            return Outcome(top, answer_kind, stop.reason)
+        if top["state"] in _ENDED:  # sub-agents left running: cancel each whose parent ended
+            for record in going:
                 if last.get(record["parent_id"] or "", {}).get("state") in _ENDED:
                     await call(server.cancel, record["id"])
         progress.tick()

@@ -56,8 +56,10 @@ def quiet_process(log: Path) -> Iterator[Terminal]:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    out = os.fdopen(os.dup(saved[0]), "w", encoding="utf-8", errors="replace", buffering=1)
-    err = os.fdopen(os.dup(saved[1]), "w", encoding="utf-8", errors="replace", buffering=1)
+    out, err = (
+        os.fdopen(os.dup(fd), "w", encoding=stream.encoding, errors="replace", buffering=1)
+        for fd, stream in zip(saved, (sys.stdout, sys.stderr), strict=True)
+    )
     try:
         yield Terminal(out, err)
     finally:

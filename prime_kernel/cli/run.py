@@ -34,6 +34,8 @@ from .remote import Refused, Server, find_server
 # signal that stopped the run.
 EXIT_INTERRUPTED = 130
 EXIT_OUTPUT_CLOSED = 141
+# A session that answered: it ended DONE, or (a persistent one) waits IDLE for messages.
+SUCCESS = ("DONE", "IDLE")
 STOPPED = {"interrupted": ("Ctrl-C", EXIT_INTERRUPTED), "terminated": ("SIGTERM", 143)}
 DEFAULT_MODEL = "local/smollm2"  # the daemon's (c.Daemon.default_model), without importing it
 
@@ -103,9 +105,9 @@ class Job:
 
 def cmd_run(args: argparse.Namespace) -> int:
     root = resolved_root(args.root)
-    body: dict[str, Any] = {"prompt": args.prompt}
     if not args.prompt.strip():
         raise CLIError("the task is empty")
+    body: dict[str, Any] = {"prompt": args.prompt}
     if args.max_turns is not None and not 1 <= args.max_turns <= 10_000:
         raise CLIError("--max-turns must be from 1 to 10000")
     budget = inputs.budget(
@@ -276,6 +278,8 @@ def _report(args: argparse.Namespace, root: Path, outcome: Outcome | None, log: 
     if outcome is None:
         print("prime-agent: interrupted before the session started", file=sys.stderr)
         return EXIT_INTERRUPTED
+    if outcome.stopped == "output closed":  # nobody reads what would be printed
+        return EXIT_OUTPUT_CLOSED
     record = outcome.record
     sid, state = record["id"], record["state"]
     answer = _answer(record, outcome.answer_kind)
@@ -288,7 +292,7 @@ def _report(args: argparse.Namespace, root: Path, outcome: Outcome | None, log: 
             answer_kind=outcome.answer_kind,
         )
         print(json.dumps(out, default=repr, indent=2))
-    elif state == "DONE":
+    elif state in SUCCESS:
         text = answer if isinstance(answer, str) else repr(answer)
         if args.quiet:
             print(text)
@@ -300,7 +304,7 @@ def _report(args: argparse.Namespace, root: Path, outcome: Outcome | None, log: 
             f"Session {sid} {state} · {fmt_usage(record['usage']['subtree'])} · "
             f"prime-agent show {sid}"
         )
-    if state == "DONE":
+    if state in SUCCESS:
         return 0
     if state == "CANCELLED" and outcome.stopped in STOPPED:
         how, code = STOPPED[outcome.stopped]
@@ -309,8 +313,6 @@ def _report(args: argparse.Namespace, root: Path, outcome: Outcome | None, log: 
             file=sys.stderr,
         )
         return code
-    if outcome.stopped == "output closed":
-        return EXIT_OUTPUT_CLOSED
     why = record.get("error") or ("cancelled" if state == "CANCELLED" else "no answer")
     print(f"prime-agent: error: session {sid} {state}: {why}{where}", file=sys.stderr)
     return 1

@@ -3,7 +3,10 @@ logs off the terminal; then the commands that read what it left, with no server.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -55,6 +58,7 @@ def test_run_shows_progress_then_the_answer(cli: CLI, root: Path, tmp_path: Path
     # Nothing on the terminal but the command's own output: no server or kernel logs.
     assert proc.stderr == ""
     out = proc.stdout
+    assert "\r" not in out and "\x1b" not in out  # not a terminal: plain lines, no status line
     assert "turn 1 · model scripted/squares" in out and "turn 2 · model" in out
     assert "    338350" in out  # the cell's output, under its code
     assert "started child" in out
@@ -90,6 +94,28 @@ def test_run_shows_progress_then_the_answer(cli: CLI, root: Path, tmp_path: Path
     one_line_error(cli("show", "s000000000000", root=root), 2, "no session s000000000000")
     cancel = cli("cancel", parent["id"], root=root)
     assert cancel.returncode == 0 and "already ended (DONE)" in cancel.stdout
+
+
+def test_a_terminal_shows_what_the_run_waits_for(cli: CLI, root: Path) -> None:
+    cli.scripts({"slow": {"turns": [{"sleep": 4, "code": "answer(7)"}]}})
+    terminal, other_end = os.openpty()
+    run = subprocess.Popen(
+        cli.command("run", "seven", "--model", "scripted/slow", root=root),
+        stdout=other_end,
+        stderr=subprocess.DEVNULL,
+        env=cli.env,
+    )
+    os.close(other_end)
+    shown = b""
+    with contextlib.suppress(OSError):  # EIO once the command has exited
+        while chunk := os.read(terminal, 4096):
+            shown += chunk
+    os.close(terminal)
+    assert run.wait(60) == 0
+    text = shown.decode()
+    # A status line redrawn in place while the model thinks, its seconds counting up.
+    assert "turn 1: waiting for scripted/slow · 2s" in text and "\r\x1b[K" in text
+    assert "Answer: 7" in text
 
 
 def test_quiet_prints_only_the_answer(cli: CLI, root: Path, tmp_path: Path) -> None:
