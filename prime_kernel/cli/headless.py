@@ -100,10 +100,23 @@ def make_server(root: Path, extra_argv: list[str]) -> Any:
     return app
 
 
-async def start_daemon(app: Any, log: Path) -> Any:
+async def start_daemon(app: Any) -> Any:
     """Start the server's extensions; the daemon once it is ready."""
     await app._post_start()  # logs (and swallows) an extension that fails to start
     daemon = app.web_app.settings.get("prime_daemon")
     if daemon is None or daemon.pool is None:
-        raise CLIError(f"the daemon did not start (see {log})", exit_code=1)
+        raise CLIError("the daemon did not start", exit_code=1)
     return daemon
+
+
+def busy_roots(daemon: Any) -> list[str]:
+    """Root sessions the daemon is running or about to run (others may have been handed to
+    this server by other `prime-agent run`s on the same root)."""
+    from ..protocol.states import SessionState
+
+    going = (SessionState.ADMITTED, SessionState.RUNNING)
+    return [
+        live.id
+        for live in daemon.live.values()
+        if live.record.is_agent and live.record.parent_id is None and live.state in going
+    ]

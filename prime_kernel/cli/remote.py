@@ -65,6 +65,13 @@ class Refused(CLIError):
         self.status = status
 
 
+class Unreachable(CLIError):
+    """The server did not answer (it stopped, or never was)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=1)
+
+
 def call(
     info: dict[str, Any],
     method: str,
@@ -100,7 +107,7 @@ def call(
         raise Refused(str(reply["message"]), e.code) from None
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
-        raise CLIError(f"cannot reach the daemon at {info['url']}: {reason}", exit_code=1) from None
+        raise Unreachable(f"cannot reach the daemon at {info['url']}: {reason}") from None
     if raw:
         return payload
     return json.loads(payload) if payload else None
@@ -191,4 +198,4 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["Refused", "Server", "add_commands", "call", "find_server", "live_server"]
+__all__ = ["Refused", "Server", "Unreachable", "add_commands", "call", "find_server", "live_server"]

@@ -27,8 +27,8 @@ from typing import Any, TextIO
 from . import inputs
 from .common import CLIError, fmt_usage, resolved_root, skip_slow_imports
 from .follow import Outcome, Progress, Stop, follow, past
-from .headless import Terminal, make_server, new_log, quiet_process, start_daemon
-from .remote import Refused, Server, find_server
+from .headless import Terminal, busy_roots, make_server, new_log, quiet_process, start_daemon
+from .remote import Refused, Server, Unreachable, find_server
 
 # Exit codes besides 0 (done), 1 (the session failed) and 2 (bad input): a shell's for the
 # signal that stopped the run.
@@ -127,7 +127,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"--config sets up a server `run` starts, but one already serves {root} "
                 f"({info['url']}); configure that one, or stop it"
             )
-        return _report(args, root, _remote(Server(info), job, args), log=None)
+        return _remote(Server(info), job, args, root)
     # Before any server starts: the model (fast for the embedded and scripted ones), then the
     # settings (which import the daemon).
     model = args.model or os.environ.get("PRIME_MODEL") or _configured_model(args.config)
@@ -141,7 +141,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     job = Job(resume=args.id)
     info = find_server(str(root))
     if info is not None:
-        return _report(args, root, _remote(Server(info), job, args), log=None)
+        return _remote(Server(info), job, args, root)
     from ..protocol.states import TERMINAL
     from .remote import offline_state
 
@@ -161,13 +161,13 @@ def _configured_model(pairs: list[str]) -> str:
 
 
 # -- running ----------------------------------------------------------------------------------
-def _remote(server: Server, job: Job, args: argparse.Namespace) -> Outcome | None:
-    async def main() -> Outcome | None:
+def _remote(server: Server, job: Job, args: argparse.Namespace, root: Path) -> int:
+    async def main() -> int:
         stop = Stop()
+        terminal = Terminal(sys.stdout, sys.stderr)
         with _interrupts(stop):
-            return await _submit_and_follow(
-                server, job, args, Terminal(sys.stdout, sys.stderr), stop
-            )
+            outcome = await _submit_and_follow(server, job, args, terminal, stop)
+        return _report(args, root, outcome, terminal, log=None)
 
     return asyncio.run(main())
 
@@ -180,18 +180,19 @@ def _headless(args: argparse.Namespace, root: Path, job: Job) -> int:
     argv = ["--Daemon.auto_resume=False", "--Daemon.pool_size=1", *job.server_argv]
     try:
         with quiet_process(log) as terminal:
-            outcome = _serve(args, root, job, argv, terminal, log)
+            return _serve(args, root, job, argv, terminal, log)
     except KeyboardInterrupt:  # before the session was created (then Ctrl-C cancels it)
-        outcome = None
+        return _report(args, root, None, Terminal(sys.stdout, sys.stderr), log=log)
     except CLIError as e:
         raise CLIError(f"{e} (log: {log})", e.exit_code) from None
+    except BrokenPipeError:  # the reader of the output went away: main() ends quietly
+        raise
     except Exception as e:  # a bug: the traceback goes to the log, one line to the terminal
         import traceback
 
         with open(log, "a", encoding="utf-8") as f:
             traceback.print_exc(file=f)
         raise CLIError(f"{type(e).__name__}: {e} (log: {log})", exit_code=1) from None
-    return _report(args, root, outcome, log=log)
 
 
 def _serve(
@@ -201,15 +202,19 @@ def _serve(
     argv: list[str],
     terminal: Terminal,
     log: Path,
-) -> Outcome | None:
+) -> int:
     app = make_server(root, argv)
-    # Not the server's handlers (on a terminal, its Ctrl-C asks whether to shut down): until
-    # the session is being followed, either signal stops the command before it starts one.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    app.write_server_info_file()
     try:
-        return app.io_loop.run_sync(lambda: _serve_and_follow(app, job, args, terminal, log))
+        # Not the server's handlers (on a terminal, its Ctrl-C asks whether to shut down):
+        # until the session is being followed, either signal stops the command before it
+        # starts one.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        app.write_server_info_file()
+        code: int = app.io_loop.run_sync(
+            lambda: _serve_and_follow(app, root, job, args, terminal, log)
+        )
+        return code
     finally:
         # Ctrl-C now would leave kernels running: stopping them takes a moment.
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -220,11 +225,11 @@ def _serve(
 
 
 async def _serve_and_follow(
-    app: Any, job: Job, args: argparse.Namespace, terminal: Terminal, log: Path
-) -> Outcome | None:
+    app: Any, root: Path, job: Job, args: argparse.Namespace, terminal: Terminal, log: Path
+) -> int:
     stop = Stop()
     with _interrupts(stop):
-        starting = asyncio.ensure_future(start_daemon(app, log))
+        starting = asyncio.ensure_future(start_daemon(app))
         stopping = asyncio.ensure_future(stop.requested.wait())
         await asyncio.wait([starting, stopping], return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
@@ -232,10 +237,26 @@ async def _serve_and_follow(
             starting.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await starting
-            return None
-        starting.result()
-        server = Server(app.server_info())
-        return await _submit_and_follow(server, job, args, terminal, stop)
+            return _report(args, root, None, terminal, log)
+        daemon = starting.result()
+        outcome = await _submit_and_follow(Server(app.server_info()), job, args, terminal, stop)
+        code = _report(args, root, outcome, terminal, log)
+        await _serve_the_others(daemon, terminal, stop)
+    return code
+
+
+async def _serve_the_others(daemon: Any, terminal: Terminal, stop: Stop) -> None:
+    """Other `prime-agent run`s on this root may have handed their tasks to this server: keep
+    serving until they end too. A stop leaves them to be resumed (`prime-agent resume`)."""
+    others = busy_roots(daemon)
+    if others and not stop.requested.is_set():
+        print(
+            f"prime-agent: this server also runs {', '.join(others)} for other commands; "
+            "it stops when they end (Ctrl-C: now, leaving them to `prime-agent resume`)",
+            file=terminal.err,
+        )
+    while busy_roots(daemon) and not stop.requested.is_set():
+        await stop.wait(0.5)
 
 
 async def _submit_and_follow(
@@ -254,8 +275,17 @@ async def _submit_and_follow(
             record = await asyncio.to_thread(server.create, job.body)
     except Refused as e:  # what the daemon refuses here is what it was given (400, 413)
         raise CLIError(str(e), 2 if e.status in (400, 413) else 1) from None
-    progress.note(f"session {record['id']} · {record['model']}")
-    return await follow(server, record["id"], progress, stop, after=after)
+    sid = record["id"]
+    progress.note(f"session {sid} · {record['model']}")
+    try:
+        return await follow(server, sid, progress, stop, after=after)
+    except Unreachable:
+        progress.close()
+        raise CLIError(
+            f"the server at {server.url} stopped before session {sid} ended; it goes on "
+            f"with `prime-agent resume {sid}`",
+            exit_code=1,
+        ) from None
 
 
 @contextlib.contextmanager
@@ -273,10 +303,18 @@ def _interrupts(stop: Stop) -> Any:
 
 
 # -- the result -------------------------------------------------------------------------------
-def _report(args: argparse.Namespace, root: Path, outcome: Outcome | None, log: Path | None) -> int:
+def _report(
+    args: argparse.Namespace,
+    root: Path,
+    outcome: Outcome | None,
+    terminal: Terminal,
+    log: Path | None,
+) -> int:
+    """Print the result (on the terminal, `out` and `err`); the exit code."""
+    out, err = terminal.out, terminal.err
     where = f" (log: {log})" if log is not None else ""
     if outcome is None:
-        print("prime-agent: interrupted before the session started", file=sys.stderr)
+        print("prime-agent: interrupted before the session started", file=err)
         return EXIT_INTERRUPTED
     if outcome.stopped == "output closed":  # nobody reads what would be printed
         return EXIT_OUTPUT_CLOSED
@@ -284,25 +322,26 @@ def _report(args: argparse.Namespace, root: Path, outcome: Outcome | None, log: 
     sid, state = record["id"], record["state"]
     answer = _answer(record, outcome.answer_kind)
     if args.json:
-        out = {k: record.get(k) for k in ("id", "state", "error", "model", "usage")}
-        out.update(
+        result = {k: record.get(k) for k in ("id", "state", "error", "model", "usage")}
+        result.update(
             store=str(root / ".prime"),
             answer=answer,
             answer_repr=record.get("answer_repr"),
             answer_kind=outcome.answer_kind,
         )
-        print(json.dumps(out, default=repr, indent=2))
+        print(json.dumps(result, default=repr, indent=2), file=out)
     elif state in SUCCESS:
         text = answer if isinstance(answer, str) else repr(answer)
         if args.quiet:
-            print(text)
+            print(text, file=out)
         else:
             label = "Answer" if outcome.answer_kind != "reply" else "Answer (a reply, no code ran)"
-            print(f"\n{label}: {text}")
+            print(f"\n{label}: {text}", file=out)
     if not args.json and not args.quiet:
         print(
             f"Session {sid} {state} · {fmt_usage(record['usage']['subtree'])} · "
-            f"prime-agent show {sid}"
+            f"prime-agent show {sid}",
+            file=out,
         )
     if state in SUCCESS:
         return 0
@@ -310,11 +349,11 @@ def _report(args: argparse.Namespace, root: Path, outcome: Outcome | None, log: 
         how, code = STOPPED[outcome.stopped]
         print(
             f"prime-agent: cancelled ({how}): session {sid} CANCELLED, its kernels shut down",
-            file=sys.stderr,
+            file=err,
         )
         return code
     why = record.get("error") or ("cancelled" if state == "CANCELLED" else "no answer")
-    print(f"prime-agent: error: session {sid} {state}: {why}{where}", file=sys.stderr)
+    print(f"prime-agent: error: session {sid} {state}: {why}{where}", file=err)
     return 1
 
 

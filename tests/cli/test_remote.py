@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +99,47 @@ def test_the_store_read_directly_says_what_the_server_says(
     server.stop()
     assert cli.json("sessions", root=root) == served
     assert [cli.json("show", s["id"], root=root) for s in served] == shown
+
+
+def start_two(cli: CLI, root: Path) -> tuple[subprocess.Popen[str], subprocess.Popen[str]]:
+    """A run, and a second one started once the first one's server is up (so it hands its
+    task to that server); the first answers at once, the second takes 15 seconds."""
+    cli.scripts(
+        {
+            "quick": {"turns": [{"code": "import time\ntime.sleep(3)\nanswer('first')"}]},
+            "long": {"turns": [{"code": "import time\ntime.sleep(15)\nanswer('second')"}]},
+        }
+    )
+    first = cli.start("run", "a", "--model", "scripted/quick", root=root)
+    info = cli.runtime / f"jpserver-{first.pid}.json"
+    while not info.exists():  # its daemon may still be starting: sessions wait for it
+        assert first.poll() is None
+        time.sleep(0.1)
+    return first, cli.start("run", "b", "--model", "scripted/long", root=root)
+
+
+def test_a_second_run_goes_to_the_server_of_the_first(cli: CLI, root: Path) -> None:
+    first, second = start_two(cli, root)
+    assert first.stdout is not None and first.stderr is not None and second.stdout is not None
+    # The first prints its answer at once, then serves on until the second's session ends.
+    read_until(first.stdout, "Answer: first")
+    assert second.poll() is None
+    read_until(first.stderr, "this server also runs")
+    assert second.wait(180) == 0 and first.wait(60) == 0
+    assert "Answer: second" in second.stdout.read()
+    assert len(list((root / ".prime" / "logs").glob("run-*.log"))) == 1  # one server
+
+
+def test_the_first_run_stopped_early_leaves_the_second_resumable(cli: CLI, root: Path) -> None:
+    first, second = start_two(cli, root)
+    assert first.stderr is not None and second.stdout is not None and second.stderr is not None
+    sid = read_until(second.stdout, "session ")[-1].split()[1]
+    read_until(first.stderr, "this server also runs")
+    first.send_signal(signal.SIGINT)  # stop serving now
+    assert first.wait(60) == 0  # its own session had ended DONE
+    assert second.wait(60) == 1
+    (line,) = second.stderr.read().strip().splitlines()
+    assert line.startswith("prime-agent: error: the server at http://127.0.0.1:")
+    assert line.endswith(
+        f" stopped before session {sid} ended; it goes on with `prime-agent resume {sid}`"
+    )
