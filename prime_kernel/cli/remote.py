@@ -79,7 +79,6 @@ def call(
     body: Any = None,
     *,
     raw: bool = False,
-    timeout: float = 60,
 ) -> Any:
     """One REST call; a refusal becomes a CLIError carrying the daemon's message."""
     url = info["url"].rstrip("/") + "/api/prime/" + path
@@ -89,7 +88,7 @@ def call(
     if data is not None:
         req.add_header("Content-Type", "application/json")
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urllib.request.urlopen(req, timeout=60) as resp:
             payload = resp.read()
     except urllib.error.HTTPError as e:
         try:
