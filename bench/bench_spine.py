@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from floors import kernel_start_floor, ready_client
 
-from prime_kernel.cli.run import make_server
+from prime_kernel.cli.headless import make_server
 from prime_kernel.daemon.kernels import KernelRunner
 from prime_kernel.models import scripted
 

@@ -135,7 +135,7 @@ export interface EventDataMap {
   /** What the model said in a turn, with its tool calls. */
   assistant: {
     content: string;
-    tool_calls?: Array<Record<string, unknown>> | null;
+    tool_calls?: Array<unknown> | null;
   };
   /** Code run in the session's REPL — by the agent, or by a person (`source: user`). */
   cell: {
@@ -445,6 +445,8 @@ export interface CreateSession {
   persistent?: boolean;
   /** A sub-agent spec of the harness to start from. */
   spec?: string;
+  /** Any JSON value: the variable `context` in the agent's REPL (passed by file, never through the prompt). */
+  context?: unknown;
 }
 
 /** POST /api/prime/sessions/{id}/export: write the trajectory as a notebook under the server root. */

@@ -1,16 +1,29 @@
-"""Helpers shared by the CLI commands: the store, formatting."""
+"""Helpers shared by the CLI commands: errors, the store read without a daemon, formatting.
+
+Stdlib and light modules of ours only: every command imports this.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..daemon.daemon import Daemon
-from ..protocol.errors import PrimeError
 from ..util.format import fmt_time, fmt_usage
 
-__all__ = ["CLIError", "dump_json", "fmt_time", "fmt_usage", "offline_daemon"]
+if TYPE_CHECKING:
+    from .offline import StoreReader
+
+__all__ = [
+    "CLIError",
+    "dump_json",
+    "fmt_time",
+    "fmt_usage",
+    "read_store",
+    "resolved_root",
+    "skip_slow_imports",
+]
 
 
 class CLIError(Exception):
@@ -21,17 +34,35 @@ class CLIError(Exception):
         self.exit_code = exit_code
 
 
-def offline_daemon(root: str) -> Daemon:
-    """A daemon over the store in ROOT, not started: for reading records with no server."""
-    path = Path(root).resolve() / ".prime"
+def resolved_root(root: str) -> Path:
+    path = Path(root).resolve()
+    if not path.is_dir():
+        raise CLIError(f"--root {path} is not a folder")
+    return path
+
+
+def read_store(root: str) -> StoreReader:
+    """The records under ROOT read straight from its store (when no server holds it)."""
+    from ..protocol.errors import PrimeError
+    from .offline import StoreReader
+
+    path = resolved_root(root) / ".prime"
     if not (path / "prime.sqlite3").exists():
         raise CLIError(f"no Prime store in {path} (run `prime-agent run ...` there first)")
-    daemon = Daemon(root_dir=str(Path(root).resolve()))
     try:
-        daemon.open()
+        return StoreReader(path)
     except PrimeError as e:
-        raise CLIError(e.message) from None
-    return daemon
+        raise CLIError(e.message, exit_code=1) from None
+
+
+def skip_slow_imports() -> None:
+    """Keep jsonschema (imported by nbformat and jupyter_server) from importing
+    `rfc3987_syntax`, which builds a parser for IRIs at import: about 3 s of CPU.
+
+    jsonschema treats it as optional and only loses its "iri" format checks, which no schema
+    this process validates uses (ours, nbformat's and jupyter_events' check "uri" at most).
+    """
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 
 def dump_json(data: Any) -> str:

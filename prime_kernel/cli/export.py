@@ -1,7 +1,7 @@
-"""`prime-agent export ID`: a session's trajectory as a notebook, from the store.
+"""`prime-agent export ID`: a session's trajectory as a notebook.
 
-Works with no server, from the store. When a daemon serves the same root, the data comes from
-its REST API (it holds the store); the notebooks are written here either way.
+When a daemon serves the root, the data comes from its REST API (it holds the store); with none,
+from the store itself. The notebooks are written here either way.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from .common import offline_daemon
+from .common import CLIError, read_store, skip_slow_imports
 from .remote import call, find_server
 
 
@@ -65,19 +65,17 @@ class RestSource:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    skip_slow_imports()
     from ..export import NotebookExporter, default_target, export_to
     from ..protocol.errors import PrimeError
     from ..util.redact import Redactor, environment_secrets
-    from .main import CLIError
 
     target = Path(args.output or default_target(args.id, args.subtree))
     info = find_server(args.root)
-    daemon = offline_daemon(args.root) if info is None else None
+    source: Any = RestSource(info) if info is not None else read_store(args.root)
     # The daemon scrubbed every secret it knew before it stored anything; keys in this
     # process's environment are blanked out again here.
-    secrets = daemon.secrets() if daemon is not None else environment_secrets()
-    exporter = NotebookExporter(redactor=Redactor(secrets))
-    source: Any = daemon if daemon is not None else RestSource(info or {})
+    exporter = NotebookExporter(redactor=Redactor(environment_secrets()))
     try:
         files = asyncio.run(
             export_to(
@@ -94,8 +92,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     except PrimeError as e:
         raise CLIError(e.message, exit_code=1) from None
     finally:
-        if daemon is not None:
-            asyncio.run(daemon.store.close())
+        if info is None:
+            source.close()
     for path in files:
         print(path)
     return 0

@@ -12,16 +12,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+from .common import CLIError, dump_json, fmt_time
 
-from ..daemon.daemon import Daemon
-from ..harness import entries as E
-from ..harness import interop, refine
-from ..harness.harness import Harness
-from ..protocol.errors import PrimeError
-from .common import dump_json, fmt_time
+if TYPE_CHECKING:  # imported where used: they take seconds, and --help needs none of them
+    from ..daemon.daemon import Daemon
+    from ..harness.harness import Harness
 
 
 def add_commands(sub: Any) -> None:
@@ -111,17 +108,17 @@ def _entry_args(p: argparse.ArgumentParser) -> None:
 
 
 def _daemon(args: argparse.Namespace) -> Daemon:
+    from ..daemon.daemon import Daemon
+
     root = Path(args.root).resolve()
     if not root.is_dir():
-        from .main import CLIError
-
         raise CLIError(f"--root {root} is not a folder")
     return Daemon(root_dir=str(root))
 
 
 def _run(args: argparse.Namespace, action: Any) -> int:
     """Run `action(harness, daemon)`, reporting PrimeErrors as CLI errors."""
-    from .main import CLIError
+    from ..protocol.errors import PrimeError
 
     daemon = _daemon(args)
     try:
@@ -134,7 +131,7 @@ def _run(args: argparse.Namespace, action: Any) -> int:
 
 
 def _metadata(pairs: list[str], base: dict[str, Any]) -> dict[str, Any] | None:
-    from .main import CLIError
+    import yaml
 
     if not pairs:
         return None
@@ -176,6 +173,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from ..harness import entries as E
+
     def action(h: Harness, _: Daemon) -> int:
         if args.version:
             v = h.version(args.kind, args.id, args.version)
@@ -296,6 +295,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from ..harness import interop
+
     def action(h: Harness, _: Daemon) -> int:
         out = interop.import_path(h, args.path, replace=args.replace)
         print(
@@ -310,6 +311,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from ..harness import interop
+
     def action(h: Harness, _: Daemon) -> int:
         out = interop.export(h, args.path)
         print(f"wrote {out['entries']} entries to {out['folder']}")
@@ -358,7 +361,7 @@ def cmd_refine(args: argparse.Namespace) -> int:
 
 
 def cmd_refinements(args: argparse.Namespace) -> int:
-    from .main import CLIError
+    from ..harness import refine
 
     def action(h: Harness, daemon: Daemon) -> int:
         if args.action == "list":

@@ -1,10 +1,17 @@
-"""`prime-agent`: one parser, one module per group of subcommands."""
+"""`prime-agent`: one parser, one module per group of subcommands.
+
+Importing this module and building the parser must stay cheap (`--help`, `sessions`, `show` and
+`export` answer in well under a second): command modules import the daemon, the server,
+litellm or nbformat inside the functions that need them, never at module level.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from . import doctor, export, messages, remote, run, sessions
 from . import harness as harness_cli
@@ -15,18 +22,25 @@ __all__ = ["CLIError", "main"]
 # Each module adds its subcommands and sets `func` on them.
 COMMAND_MODULES = [run, sessions, remote, messages, export, harness_cli, doctor]
 
+ROOT_HELP = "the working folder; the daemon's store lives in ROOT/.prime (default: .)"
+
+
+class _CommandParser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument("--root", default=argparse.SUPPRESS, help=ROOT_HELP)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prime-agent",
         description="Prime Agent: a recursive language model harness on Jupyter kernels.",
     )
-    parser.add_argument(
-        "--root",
-        default=".",
-        help="the working folder; the daemon's store lives in ROOT/.prime (default: .)",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--root", default=".", help=ROOT_HELP)
+    # Every subcommand (and theirs, which inherit the class) takes `--root` too, so
+    # `prime-agent run "task" --root DIR` works; its default is SUPPRESS, so the value given
+    # before the subcommand, or the top-level default, stands when it is not repeated.
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     sub.required = True
     for module in COMMAND_MODULES:
         module.add_commands(sub)
@@ -37,12 +51,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, so a reader that went away is noticed below
+        return code
     except KeyboardInterrupt:
         return 130
     except CLIError as e:
         print(f"prime-agent: error: {e}", file=sys.stderr)
         return e.exit_code
+    except BrokenPipeError:
+        # The reader went away (`prime-agent sessions | head`): stop quietly. Python would
+        # complain again when it flushes stdout at exit, so point stdout at /dev/null first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # what a shell reports for a process ended by SIGPIPE
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from .common import CLIError
 from .remote import call, live_server
 
 
@@ -17,8 +18,6 @@ def add_commands(sub: Any) -> None:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    from .main import CLIError
-
     message = sys.stdin.read() if args.message == "-" else args.message
     if not message.strip():
         raise CLIError("the message is empty")

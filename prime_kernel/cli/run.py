@@ -1,273 +1,371 @@
-"""`prime-agent run "task"`: start the server headless, run a root agent, print its answer."""
+"""`prime-agent run "task"` and `prime-agent resume ID`: run an agent, show its progress, print
+its answer.
+
+Everything the command is given (budgets, context, settings, the model) is checked before any
+server starts. Then, if a server already serves the root (`jupyter lab` there, or another
+`run`), the task goes to it over REST; otherwise this process starts one headless (see
+`headless.py`), with `Daemon.auto_resume` off: unfinished sessions of earlier runs are not
+silently run again, they wait INACTIVE until `prime-agent resume ID` (or a message) wakes them.
+Either way the session is followed over REST (`follow.py`). Ctrl-C cancels it, which shuts its
+kernels down, and exits 130.
+"""
 
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import contextlib
 import json
-import logging
-import secrets
+import os
 import signal
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..protocol.states import SessionState
-from ..util.format import output_text
-from .common import dump_json, fmt_usage
+from . import inputs
+from .common import CLIError, fmt_usage, resolved_root, skip_slow_imports
+from .follow import Outcome, Progress, Stop, follow, past
+from .headless import Terminal, busy_roots, make_server, new_log, quiet_process, start_daemon
+from .remote import Refused, Server, Unreachable, find_server
+
+# Exit codes besides 0 (done), 1 (the session failed) and 2 (bad input): a shell's for the
+# signal that stopped the run.
+EXIT_INTERRUPTED = 130
+EXIT_OUTPUT_CLOSED = 141
+# A session that answered: it ended DONE, or (a persistent one) waits IDLE for messages.
+SUCCESS = (SessionState.DONE.value, SessionState.IDLE.value)
+STOPPED = {"interrupted": ("Ctrl-C", EXIT_INTERRUPTED), "terminated": ("SIGTERM", 143)}
+DEFAULT_MODEL = "local/smollm2"  # the daemon's (c.Daemon.default_model), without importing it
 
 
 def add_commands(sub: Any) -> None:
     p = sub.add_parser("run", help="run an agent on a task and print its answer")
     p.add_argument("prompt", help="the task")
-    p.add_argument("--model", help="litellm model name (default: PRIME_MODEL or local/smollm2)")
+    p.add_argument(
+        "--model", help=f"a litellm model name (default: PRIME_MODEL, else {DEFAULT_MODEL})"
+    )
     p.add_argument("--max-turns", type=int, help="model turns before the agent is stopped")
     p.add_argument("--name", help="a name for the session")
-    for key, unit in (
-        ("tokens", "tokens"),
-        ("dollars", "dollars"),
-        ("seconds", "seconds"),
-        ("turns", "model calls"),
+    p.add_argument(
+        "--context",
+        metavar="FILE",
+        help="a value for the agent's `context` variable: a .json file, a .csv file (a list "
+        "of dicts, one per row), any other file as text, or - for standard input",
+    )
+    p.add_argument(
+        "--context-format",
+        choices=inputs.CONTEXT_FORMATS,
+        default="auto",
+        help="how to read --context (default: by its suffix; standard input is text)",
+    )
+    for key, what in (
+        ("tokens", "N tokens (e.g. 50000, 200k, 1.5M)"),
+        ("dollars", "N dollars"),
+        ("seconds", "N seconds (e.g. 90, 90s, 10m, 1.5h)"),
+        ("turns", "N model calls"),
     ):
         p.add_argument(
             f"--budget-{key}",
-            type=float,
             metavar="N",
-            help=f"stop the agent (and its sub-agents) after N {unit} in all",
+            help=f"stop the agent (and its sub-agents) after {what} in all",
         )
-    p.add_argument("--json", action="store_true", help="print a machine-readable result")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress, only the answer")
+    _output_options(p)
     p.add_argument(
         "--config",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="traitlets config, e.g. Daemon.pool_size=0 (repeatable)",
+        help="a setting of the server `run` starts, e.g. Daemon.pool_size=0 (repeatable)",
     )
     p.set_defaults(func=cmd_run)
 
-
-def make_server(root: Path, extra_argv: list[str]) -> Any:
-    """A jupyter_server with only our extension, on a free loopback port, token-protected."""
-    from jupyter_server.serverapp import ServerApp
-    from traitlets.config import Config
-
-    config = Config()
-    config.ServerApp.jpserver_extensions = {"prime_kernel": True}
-    # In the config, never on a command line: /proc/<pid>/cmdline is readable by everyone.
-    config.IdentityProvider.token = secrets.token_hex(24)
-    app = ServerApp(config=config)
-    argv = [
-        f"--ServerApp.root_dir={root}",
-        "--ServerApp.ip=127.0.0.1",
-        "--ServerApp.port=0",
-        "--ServerApp.open_browser=False",
-        "--ServerApp.log_level=WARN",
-        *extra_argv,
-    ]
-    app.initialize(argv=argv)
-    return app
-
-
-class Progress:
-    """Prints a session tree's trajectory events as they happen."""
-
-    def __init__(self, daemon: Any, root_id: str, out: Any, quiet: bool) -> None:
-        self.daemon = daemon
-        self.root_id = root_id
-        self.out = out
-        self.quiet = quiet
-        self.seen: dict[str, int] = {}
-        self._pending: asyncio.Queue[str] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
-
-    def __call__(self, note: Any) -> None:
-        if not self.quiet and note.root_id == self.root_id:
-            self._pending.put_nowait(note.session_id)
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._print())
-        self._pending.put_nowait(self.root_id)
-
-    async def stop(self) -> None:
-        await self._pending.join()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _print(self) -> None:
-        while True:
-            sid = await self._pending.get()
-            try:
-                for event in await self.daemon.events(sid, after=self.seen.get(sid, 0)):
-                    self.seen[sid] = event["seq"]
-                    self.show(sid, event)
-            finally:
-                self._pending.task_done()
-
-    def show(self, sid: str, event: dict[str, Any]) -> None:
-        record = self.daemon.session_json(sid)
-        indent = "  " * int(record.get("depth") or 0)
-        tag = f"{indent}[{sid}]"
-        kind, data = event["kind"], event["data"]
-        line = None
-        if kind == "state":
-            line = f"{tag} {data['state']}" + (f": {data['reason']}" if data.get("reason") else "")
-        elif kind == "model_call":
-            u = data["usage"]
-            total = self.daemon.session_json(self.root_id)["usage"]["subtree"]
-            line = (
-                f"{tag} model {data['model']}: {u.get('prompt_tokens', 0)} in / "
-                f"{u.get('completion_tokens', 0)} out ({data['duration']:.2f}s) "
-                f"| total {fmt_usage(total)}"
-            )
-        elif kind == "assistant" and data.get("content"):
-            line = f"{tag} says: " + _clip(data["content"], 400)
-        elif kind == "cell":
-            who = "person" if data.get("source") == "user" else "cell"
-            line = f"{tag} {who} [{data.get('status')}]:\n" + _block(
-                data["code"], indent + "    > "
-            )
-            text = "".join(output_text(o) for o in data.get("outputs") or [])
-            if text.strip():
-                line += "\n" + _block(_clip(text, 800), indent + "    ")
-        elif kind in ("mail_in", "mail_out"):
-            peer = f"from {data.get('sender')}" if kind == "mail_in" else f"to {data['to']}"
-            line = f"{tag} message {peer}: {_clip(data['message'], 400)}"
-        elif kind == "child":
-            line = f"{tag} started child {data['child_id']}: {_clip(data['prompt'], 80)}"
-        elif kind == "compaction":
-            line = (
-                f"{tag} context compacted: {data.get('summarised_messages')} messages summarised "
-                f"({data.get('before_tokens')} → {data.get('after_tokens')} tokens)"
-            )
-        elif kind == "answer":
-            line = f"{tag} answer: {_clip(data['repr'], 400)}"
-        if line:
-            print(line, file=self.out, flush=True)
-
-
-def _clip(text: str, n: int) -> str:
-    text = text.strip()
-    return text if len(text) <= n else text[:n] + f"… [{len(text) - n} more chars]"
-
-
-def _block(text: str, prefix: str) -> str:
-    return "\n".join(prefix + line for line in text.splitlines())
-
-
-async def _run_session(app: Any, args: argparse.Namespace) -> dict[str, Any]:
-    await app._post_start()
-    daemon = app.web_app.settings.get("prime_daemon")
-    if daemon is None or daemon.pool is None:
-        raise RuntimeError("the prime_kernel server extension did not start (see the log)")
-    record = await daemon.create_session(
-        args.prompt,
-        model=args.model,
-        name=args.name,
-        max_turns=args.max_turns,
-        budget=args.budget,
+    p = sub.add_parser(
+        "resume", help="run an INACTIVE session again (one an earlier run left unfinished)"
     )
-    sid = record["id"]
-    progress = Progress(daemon, sid, sys.stderr if args.json else sys.stdout, args.quiet)
-    daemon.add_listener(progress)
-    progress.start()
-    loop = asyncio.get_running_loop()
+    p.add_argument("id")
+    _output_options(p)
+    p.set_defaults(func=cmd_resume, config=[])
 
-    cancelling: list[asyncio.Task[Any]] = []
 
-    def on_interrupt() -> None:
-        print("\ninterrupted: cancelling the session…", file=sys.stderr)
-        cancelling.append(loop.create_task(daemon.cancel(sid)))
+def _output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print a machine-readable result")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress, only the answer")
 
-    with contextlib.suppress(NotImplementedError):
-        loop.add_signal_handler(signal.SIGINT, on_interrupt)
-    try:
-        await daemon.wait(sid, None)
-        await progress.stop()
-    finally:
-        with contextlib.suppress(NotImplementedError):
-            loop.remove_signal_handler(signal.SIGINT)
-        daemon.remove_listener(progress)
-    result = daemon.session_json(sid)
-    if result.get("has_answer"):
-        from ..kernel import safe_pickle
 
-        # The agent's pickle is untrusted: allow-listed types only, else its repr.
-        try:
-            result["answer"] = safe_pickle.loads(await daemon.answer_bytes(sid))
-        except Exception:
-            result["answer"] = result.get("answer_repr")
-    result["store"] = str(daemon.store.directory)
-    return result
+@dataclass
+class Job:
+    """What to run: a new session (`body`, a POST /api/prime/sessions) or `resume` one."""
+
+    body: dict[str, Any] = field(default_factory=dict)
+    resume: str | None = None
+    server_argv: list[str] = field(default_factory=list)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .main import CLIError
-
-    root = Path(args.root).resolve()
-    if not root.is_dir():
-        raise CLIError(f"--root {root} is not a folder")
-    from ..daemon import budget as budget_mod
-    from ..protocol.errors import PrimeError
-
-    try:  # refused before a server starts
-        args.budget = budget_mod.parse({k: getattr(args, f"budget_{k}") for k in budget_mod.KEYS})
-    except PrimeError as e:
-        raise CLIError(e.message) from None
-    if args.max_turns is not None and args.max_turns < 1:
-        raise CLIError("--max-turns must be at least 1")
-    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
-    if args.model:
-        # Fail on an unknown model or a missing API key before any server or kernel starts.
-        from ..models.router import ModelRouter
-
-        try:
-            ModelRouter().validate(args.model)
-        except PrimeError as e:
-            raise CLIError(e.message) from None
-    app = make_server(root, [f"--{c}" for c in args.config])
-    app.write_server_info_file()
-    try:
-        result = app.io_loop.run_sync(lambda: _run_session(app, args))
-    except Exception as e:
-        from ..protocol.errors import PrimeError
-
-        if isinstance(e, PrimeError):
-            raise CLIError(e.message) from None
-        raise
-    finally:
-        app.io_loop.run_sync(app._cleanup)
-    ok = result["state"] == SessionState.DONE.value
-    if args.json:
-        print(json.dumps(_json_result(result), default=repr, indent=2))
-    else:
-        print()
-        if "answer" in result:
-            print(
-                f"Answer: {result['answer']!r}"
-                if not isinstance(result["answer"], str)
-                else f"Answer: {result['answer']}"
+    root = resolved_root(args.root)
+    if not args.prompt.strip():
+        raise CLIError("the task is empty")
+    body: dict[str, Any] = {"prompt": args.prompt}
+    if args.max_turns is not None and not 1 <= args.max_turns <= 10_000:
+        raise CLIError("--max-turns must be from 1 to 10000")
+    budget = inputs.budget(
+        args.budget_tokens, args.budget_dollars, args.budget_seconds, args.budget_turns
+    )
+    options = {"model": args.model, "name": args.name, "max_turns": args.max_turns}
+    body.update({k: v for k, v in options.items() if v is not None})
+    if budget:
+        body["budget"] = budget
+    if args.context is not None:
+        body["context"] = inputs.load_context(args.context, args.context_format)
+    job = Job(body=body, server_argv=inputs.config_argv(args.config))
+    info = find_server(str(root))
+    if info is not None:
+        if args.config:
+            raise CLIError(
+                f"--config sets up a server `run` starts, but one already serves {root} "
+                f"({info['url']}); configure that one, or stop it"
             )
-        else:
-            print(f"No answer: the session ended {result['state']}: {result.get('error')}")
-        print(f"Session {result['id']} {result['state']} · {fmt_usage(result['usage']['subtree'])}")
-        print(f"Record: {result['store']} (prime-agent show {result['id']})")
-    return 0 if ok else 1
+        return _remote(Server(info), job, args, root)
+    # Before any server starts: the model (fast for the embedded and scripted ones), then the
+    # settings (which import the daemon).
+    model = args.model or os.environ.get("PRIME_MODEL") or _configured_model(args.config)
+    inputs.check_model(model)
+    inputs.check_daemon_settings(args.config)
+    return _headless(args, root, job)
 
 
-def _json_result(result: dict[str, Any]) -> dict[str, Any]:
-    answer = result.get("answer")
+def cmd_resume(args: argparse.Namespace) -> int:
+    root = resolved_root(args.root)
+    job = Job(resume=args.id)
+    info = find_server(str(root))
+    if info is not None:
+        return _remote(Server(info), job, args, root)
+    from ..protocol.states import TERMINAL
+    from .remote import offline_state
+
+    # An unknown id, or a session that has ended: one line, before a server starts.
+    state = offline_state(str(root), args.id)
+    if state in TERMINAL:
+        raise CLIError(f"session {args.id} has ended ({state.value}); nothing to resume")
+    return _headless(args, root, job)
+
+
+def _configured_model(pairs: list[str]) -> str:
+    for pair in reversed(pairs):
+        key, _, value = pair.partition("=")
+        if key == "Daemon.default_model" and value:
+            return value
+    return DEFAULT_MODEL
+
+
+# -- running ----------------------------------------------------------------------------------
+def _remote(server: Server, job: Job, args: argparse.Namespace, root: Path) -> int:
+    async def main() -> int:
+        stop = Stop()
+        terminal = Terminal(sys.stdout, sys.stderr)
+        with _interrupts(stop):
+            outcome = await _submit_and_follow(server, job, args, terminal, stop)
+        return _report(args, root, outcome, terminal, log=None)
+
+    return asyncio.run(main())
+
+
+def _headless(args: argparse.Namespace, root: Path, job: Job) -> int:
+    skip_slow_imports()
+    log = new_log(root)
+    # The daemon of a `run` takes up only the session it is given (see the module docstring);
+    # one warm kernel is enough for a single agent and leaves the CPU to its model.
+    argv = ["--Daemon.auto_resume=False", "--Daemon.pool_size=1", *job.server_argv]
     try:
-        json.dumps(answer)
-    except TypeError:
-        answer = result.get("answer_repr")
-    out = {k: result.get(k) for k in ("id", "state", "error", "model", "usage", "store")}
-    out["answer"] = answer
-    out["answer_repr"] = result.get("answer_repr")
-    return out
+        with quiet_process(log) as terminal:
+            return _serve(args, root, job, argv, terminal, log)
+    except KeyboardInterrupt:  # before the session was created (then Ctrl-C cancels it)
+        return _report(args, root, None, Terminal(sys.stdout, sys.stderr), log=log)
+    except CLIError as e:
+        raise CLIError(f"{e} (log: {log})", e.exit_code) from None
+    except BrokenPipeError:  # the reader of the output went away: main() ends quietly
+        raise
+    except Exception as e:  # a bug: the traceback goes to the log, one line to the terminal
+        import traceback
+
+        with open(log, "a", encoding="utf-8") as f:
+            traceback.print_exc(file=f)
+        raise CLIError(f"{type(e).__name__}: {e} (log: {log})", exit_code=1) from None
 
 
-__all__ = ["add_commands", "dump_json"]
+def _serve(
+    args: argparse.Namespace,
+    root: Path,
+    job: Job,
+    argv: list[str],
+    terminal: Terminal,
+    log: Path,
+) -> int:
+    app = make_server(root, argv)
+    try:
+        # Not the server's handlers (on a terminal, its Ctrl-C asks whether to shut down):
+        # until the session is being followed, either signal stops the command before it
+        # starts one.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        app.write_server_info_file()
+        code: int = app.io_loop.run_sync(
+            lambda: _serve_and_follow(app, root, job, args, terminal, log)
+        )
+        return code
+    finally:
+        # Ctrl-C now would leave kernels running: stopping them takes a moment.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            app.io_loop.run_sync(app._cleanup)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+async def _serve_and_follow(
+    app: Any, root: Path, job: Job, args: argparse.Namespace, terminal: Terminal, log: Path
+) -> int:
+    stop = Stop()
+    with _interrupts(stop):
+        starting = asyncio.ensure_future(start_daemon(app))
+        stopping = asyncio.ensure_future(stop.requested.wait())
+        await asyncio.wait([starting, stopping], return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not starting.done():  # interrupted while starting: no session was created
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+            return _report(args, root, None, terminal, log)
+        daemon = starting.result()
+        outcome = await _submit_and_follow(Server(app.server_info()), job, args, terminal, stop)
+        code = _report(args, root, outcome, terminal, log)
+        await _serve_the_others(daemon, terminal, stop)
+    return code
+
+
+async def _serve_the_others(daemon: Any, terminal: Terminal, stop: Stop) -> None:
+    """Other `prime-agent run`s on this root may have handed their tasks to this server: keep
+    serving until they end too. A stop leaves them to be resumed (`prime-agent resume`)."""
+    others = busy_roots(daemon)
+    if others and not stop.requested.is_set():
+        print(
+            f"prime-agent: this server also runs {', '.join(others)} for other commands; "
+            "it stops when they end (Ctrl-C: now, leaving them to `prime-agent resume`)",
+            file=terminal.err,
+        )
+    while busy_roots(daemon) and not stop.requested.is_set():
+        await stop.wait(0.5)
+
+
+async def _submit_and_follow(
+    server: Server, job: Job, args: argparse.Namespace, terminal: Terminal, stop: Stop
+) -> Outcome | None:
+    stream: TextIO | None = None
+    if not args.quiet:
+        stream = terminal.err if args.json else terminal.out
+    progress = Progress(stream, stop)
+    after = None
+    try:
+        if job.resume is not None:
+            after = await past(server, job.resume, progress)  # shown: only what comes now
+            record = await asyncio.to_thread(server.resume, job.resume)
+        else:
+            record = await asyncio.to_thread(server.create, job.body)
+    except Refused as e:  # what the daemon refuses here is what it was given (400, 413)
+        raise CLIError(str(e), 2 if e.status in (400, 413) else 1) from None
+    sid = record["id"]
+    progress.note(f"session {sid} · {record['model']}")
+    try:
+        return await follow(server, sid, progress, stop, after=after)
+    except Unreachable:
+        progress.close()
+        raise CLIError(
+            f"the server at {server.url} stopped before session {sid} ended; it goes on "
+            f"with `prime-agent resume {sid}`",
+            exit_code=1,
+        ) from None
+
+
+@contextlib.contextmanager
+def _interrupts(stop: Stop) -> Any:
+    """Ctrl-C (or SIGTERM) asks `stop` to cancel the session; more meanwhile change nothing."""
+    loop = asyncio.get_running_loop()
+    reasons = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+    for signum, reason in reasons.items():
+        loop.add_signal_handler(signum, stop.request, reason)
+    try:
+        yield
+    finally:
+        for signum in reasons:
+            loop.remove_signal_handler(signum)
+
+
+# -- the result -------------------------------------------------------------------------------
+def _report(
+    args: argparse.Namespace,
+    root: Path,
+    outcome: Outcome | None,
+    terminal: Terminal,
+    log: Path | None,
+) -> int:
+    """Print the result (on the terminal, `out` and `err`); the exit code."""
+    out, err = terminal.out, terminal.err
+    where = f" (log: {log})" if log is not None else ""
+    if outcome is None:
+        print("prime-agent: interrupted before the session started", file=err)
+        return EXIT_INTERRUPTED
+    if outcome.stopped == "output closed":  # nobody reads what would be printed
+        return EXIT_OUTPUT_CLOSED
+    record = outcome.record
+    sid, state = record["id"], record["state"]
+    answer = _answer(record, outcome.answer_kind)
+    if args.json:
+        result = {k: record.get(k) for k in ("id", "state", "error", "model", "usage")}
+        result.update(
+            store=str(root / ".prime"),
+            answer=answer,
+            answer_repr=record.get("answer_repr"),
+            answer_kind=outcome.answer_kind,
+        )
+        print(json.dumps(result, default=repr, indent=2), file=out)
+    elif state in SUCCESS:
+        text = answer if isinstance(answer, str) else repr(answer)
+        if args.quiet:
+            print(text, file=out)
+        else:
+            label = "Answer" if outcome.answer_kind != "reply" else "Answer (a reply, no code ran)"
+            print(f"\n{label}: {text}", file=out)
+    if not args.json and not args.quiet:
+        print(
+            f"Session {sid} {state} · {fmt_usage(record['usage']['subtree'])} · "
+            f"prime-agent show {sid}",
+            file=out,
+        )
+    if state in SUCCESS:
+        return 0
+    if state == SessionState.CANCELLED.value and outcome.stopped in STOPPED:
+        how, code = STOPPED[outcome.stopped]
+        print(
+            f"prime-agent: cancelled ({how}): session {sid} CANCELLED, its kernels shut down",
+            file=err,
+        )
+        return code
+    cancelled = state == SessionState.CANCELLED.value
+    why = record.get("error") or ("cancelled" if cancelled else "no answer")
+    print(f"prime-agent: error: session {sid} {state}: {why}{where}", file=err)
+    return 1
+
+
+def _answer(record: dict[str, Any], kind: str | None) -> Any:
+    """The answer as a value: a reply is its text; `answer(value)` gives the value's repr,
+    read back when it is a literal (numbers, strings, lists, dicts, ...), else the repr."""
+    text = record.get("answer_repr")
+    if text is None or kind == "reply":
+        return text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text

@@ -1,4 +1,4 @@
-"""`prime-agent sessions` and `prime-agent show ID`: read the store, no server needed."""
+"""`prime-agent sessions` and `prime-agent show ID`: from the running daemon, or the store."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import json
 import urllib.parse
 from typing import Any
 
-from ..protocol.errors import NotFound
-from ..util.format import output_text
-from .common import dump_json, fmt_time, fmt_usage, offline_daemon
+from .common import CLIError, dump_json, fmt_time, fmt_usage, read_store
 from .remote import call, find_server
+from .render import render
 
 
 def add_commands(sub: Any) -> None:
@@ -27,14 +26,33 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_show)
 
 
+def _states(values: list[str] | None) -> list[str] | None:
+    from ..protocol.states import SessionState
+
+    if not values:
+        return None
+    known = [s.value for s in SessionState]
+    wanted = [v.upper() for v in values]
+    for value in wanted:
+        if value not in known:
+            raise CLIError(f"--state {value!r} is not a state (one of {', '.join(known)})")
+    return wanted
+
+
 def cmd_sessions(args: argparse.Namespace) -> int:
-    states = [s.upper() for s in args.state] if args.state else None
+    states = _states(args.state)
+    if args.limit < 1:
+        raise CLIError("--limit must be at least 1")
     info = find_server(args.root)
     if info is not None:  # the running daemon holds the store: ask it
         query = urllib.parse.urlencode({"state": states or [], "limit": args.limit}, doseq=True)
         rows = call(info, "GET", f"sessions?{query}")["sessions"]
     else:
-        rows = offline_daemon(args.root).list_sessions(states=states, limit=args.limit)["sessions"]
+        reader = read_store(args.root)
+        try:
+            rows = reader.list_sessions(states=states, limit=args.limit)["sessions"]
+        finally:
+            reader.close()
     if args.json:
         print(dump_json(rows))
         return 0
@@ -51,19 +69,21 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .main import CLIError
+    from ..protocol.errors import NotFound
 
     info = find_server(args.root)
     if info is not None:  # the running daemon holds the store: ask it
         record = call(info, "GET", f"sessions/{args.id}")
         events = call(info, "GET", f"sessions/{args.id}/events")["events"]
     else:
-        daemon = offline_daemon(args.root)
+        reader = read_store(args.root)
         try:
-            record = daemon.session_json(args.id)
+            record = reader.session_json(args.id)
+            events = asyncio.run(reader.events(args.id))
         except NotFound as e:
             raise CLIError(e.message) from None
-        events = asyncio.run(daemon.events(args.id))
+        finally:
+            reader.close()
     if args.json:
         print(json.dumps({"session": record, "events": events}, indent=2, default=str))
         return 0
@@ -88,29 +108,11 @@ def render_session(record: dict[str, Any], events: list[dict[str, Any]]) -> str:
     if record.get("answer_repr") is not None:
         lines.append(f"  answer:  {record['answer_repr']}")
     lines.append("")
-    for e in events:
-        kind, data = e["kind"], e["data"]
-        if kind == "assistant" and data.get("content"):
-            lines.append(f"── model: {data['content'].strip()}")
-        elif kind == "cell":
-            who = "person" if data.get("source") == "user" else "agent"
-            lines.append(f"── {who} cell [{data.get('execution_count')}] {data.get('status')}")
-            lines.extend("   > " + ln for ln in data["code"].splitlines())
-            text = "".join(output_text(o) for o in data.get("outputs") or [])
-            lines.extend("     " + ln for ln in text.splitlines()[:40])
-        elif kind == "state":
-            reason = f" ({data['reason']})" if data.get("reason") else ""
-            lines.append(f"── state {data['state']}{reason}")
-        elif kind == "child":
-            lines.append(f"── child {data['child_id']}: {data['prompt'][:80]}")
-        elif kind in ("mail_in", "mail_out"):
-            peer = data.get("from") or data.get("to")
-            lines.append(f"── {kind.replace('_', ' ')} {peer}: {data.get('message')}")
-        elif kind == "compaction":
-            lines.append(
-                f"── context compacted: {data.get('summarised_messages')} messages summarised "
-                f"({data.get('before_tokens')} → {data.get('after_tokens')} tokens)"
-            )
-        elif kind == "answer":
-            lines.append(f"── answer: {data['repr']}")
+    for event in events:
+        if event["kind"] == "task":  # the header says it
+            continue
+        shown = render(event, limit=4000)
+        if shown:
+            lines.append(f"── {shown[0]}")
+            lines.extend("   " + line for line in shown[1:])
     return "\n".join(lines)

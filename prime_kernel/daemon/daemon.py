@@ -32,8 +32,10 @@ from traitlets import Bool, Float, Instance, Int, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from ..harness.harness import Harness
+from ..models.prompts import PYTHON_TOOL
 from ..models.router import Completion, ModelRouter
 from ..protocol.errors import (
+    Conflict,
     DepthExceeded,
     Forbidden,
     LimitExceeded,
@@ -56,7 +58,6 @@ from .loop import AgentLoop, TurnLimitReached
 from .mailbox import Limits, Mailbox
 from .observation import render
 from .passivation import Passivation, Snapshots
-from .prompts import PYTHON_TOOL
 from .records import SessionRecord
 from .recovery import Recovery
 from .refining import Refiner
@@ -113,6 +114,11 @@ class Daemon(LoggingConfigurable):
         config=True,
         help="Kernel deaths (or kills) one session survives; after that it fails. 0: fail on "
         "the first.",
+    )
+    model_timeout = Float(
+        600.0,
+        config=True,
+        help="Seconds a model call may take; a call that takes longer fails (0: no limit).",
     )
     observation_chars = Int(
         8000, config=True, help="Characters of cell output shown to the model per cell."
@@ -231,6 +237,7 @@ class Daemon(LoggingConfigurable):
         super().__init__(**kwargs)
         self.tokens = TokenRegistry()
         self.router: ModelRouter = self.router_class()
+        self.router.timeout = self.model_timeout or None
         make_store: Callable[[str], Store] = self.store_class
         self.store = make_store(self.store_dir)
         self.registry = SessionRegistry()
@@ -303,7 +310,6 @@ class Daemon(LoggingConfigurable):
         if self.kernel_manager is None:
             self.kernel_manager = AsyncMultiKernelManager()
         await self.recovery.reap_kernels()
-        await self.router.ready()
         # Agents work in the root (their relative paths, exports included, land there).
         root = str(Path(self.root_dir).resolve())
         self.pool = KernelPool(
@@ -315,7 +321,8 @@ class Daemon(LoggingConfigurable):
         }
         self.pool.start_timeout = self.kernel_start_timeout
         self.pool.on_start = self._kernel_started
-        self.pool.fill()
+        self.pool.fill()  # kernels start while litellm is imported (seconds, in a thread)
+        await self.router.ready()
         self.recovery.resume()
         self._started.set()
 
@@ -1025,6 +1032,17 @@ class Daemon(LoggingConfigurable):
             "already_ended": record.terminal and session_id not in cancelled,
             "state": record.state.value,
         }
+
+    def resume(self, session_id: str) -> dict[str, Any]:
+        """Run an INACTIVE agent session again (one a restart left waiting, see recovery.py)."""
+        record = self.registry.get(session_id)
+        live = self.live.get(session_id)
+        if not record.is_agent or record.state != SessionState.INACTIVE or live is None:
+            raise Conflict(
+                f"session {session_id} is {record.state.value}, not INACTIVE: nothing to resume"
+            )
+        self.wake(live)
+        return self.session_json(session_id)
 
     async def interrupt(self, session_id: str) -> None:
         self.registry.get(session_id)

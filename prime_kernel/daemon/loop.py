@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..models.profiles import profile_for
 from ..models.router import Completion
+from ..protocol.errors import ModelError
 from ..protocol.events import EventKind
 from . import policy
 from .kernels import CellResult
@@ -111,7 +112,10 @@ class AgentLoop:
             )
             self.live.turns += 1
             if not await self.run_code(message):
-                self.host.reply(self.live, message.get("content") or "")
+                text = message.get("content") or ""
+                if not text.strip():  # nothing to run and nothing to answer with
+                    raise ModelError(f"the model {self.model!r} replied with no text and no code")
+                self.host.reply(self.live, text)
                 return
             if self.live.answered:
                 return

@@ -154,10 +154,13 @@ class Recovery:
         last = await daemon.store.last_event(live.id, EventKind.CELL.value)
         if last is not None:
             live.repl_names = list(last["data"].get("names") or [])
-        if live.id not in self._interrupted:
-            return
+        was_running = live.id in self._interrupted
         self._interrupted.discard(live.id)
+        # A turn cut short by an earlier daemon still lacks the outcome of its code, also in a
+        # session that waited INACTIVE since (auto_resume off) instead of running at once.
         in_flight = self._close_dangling(live)
+        if not was_running and in_flight is None:
+            return
         daemon.emit(
             live,
             EventKind.RESUME,

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from ..daemon import prompts
-from . import cookbook
+from . import cookbook, prompts
 
 Messages = list[dict[str, Any]]
 

@@ -72,6 +72,9 @@ class Completion:
 class ModelRouter:
     def __init__(self) -> None:
         self._litellm: Any = None
+        # Seconds one call may take (None: no limit), so a model that never answers fails
+        # the call instead of hanging its session; the daemon sets it (Daemon.model_timeout).
+        self.timeout: float | None = None
 
     @property
     def litellm(self) -> Any:
@@ -112,6 +115,10 @@ class ModelRouter:
         if provider == "local":
             from . import local
 
+            if model != local.MODEL:
+                raise ModelError(
+                    f"unknown model {model!r}: the embedded model is {local.MODEL!r}", model=model
+                )
             try:
                 local.model_path()
             except Exception as e:
@@ -177,9 +184,16 @@ class ModelRouter:
         litellm = self.litellm
         start = time.monotonic()
         try:
-            response = await litellm.acompletion(
-                model=model, messages=messages, tools=tools or None, **kwargs
+            response = await asyncio.wait_for(
+                litellm.acompletion(model=model, messages=messages, tools=tools or None, **kwargs),
+                self.timeout,
             )
+        except asyncio.TimeoutError:
+            raise ModelError(
+                f"the model {model!r} did not answer within {self.timeout:g} s "
+                "(c.Daemon.model_timeout)",
+                model=model,
+            ) from None
         except Exception as e:
             raise ModelError(f"model call to {model!r} failed: {e}", model=model) from e
         duration = time.monotonic() - start

@@ -56,6 +56,8 @@ def _ts(schema: dict[str, Any], indent: str = "", *, top: bool = False) -> str:
         return _pascal(rest.schema(schema["$ref"].removesuffix(".json")).get("title") or "")
     if "enum" in schema:
         return " | ".join(json.dumps(v) for v in schema["enum"])
+    if not {"type", "properties", "additionalProperties"} & schema.keys():
+        return "unknown"  # a schema that constrains nothing: any JSON value
     kinds = schema.get("type", "object")
     if isinstance(kinds, list):
         return " | ".join(_ts({**schema, "type": k}, indent) for k in kinds)

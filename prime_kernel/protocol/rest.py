@@ -41,6 +41,7 @@ ROUTES: list[Route] = [
     Route("DELETE", "/sessions/{id}", _U, "Cancel a session and its subtree"),
     Route("GET", "/sessions/{id}/events", _U, "Its trajectory: ?after=SEQ"),
     Route("POST", "/sessions/{id}/interrupt", _U, "Interrupt the cell its kernel runs"),
+    Route("POST", "/sessions/{id}/resume", _U, "Run an INACTIVE session again"),
     Route("GET", "/sessions/{id}/context", _U, "The pickled context it was given"),
     Route("POST", "/sessions/{id}/messages", _U, "A person's message", "user_message"),
     Route("GET", "/sessions/{id}/export", _U, "Its notebook (a download); ?with_context=1"),

@@ -6,6 +6,7 @@ People (jupyter_server auth) under /api/prime/sessions; kernels (their session's
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 from ..protocol.errors import PrimeError
@@ -32,6 +33,12 @@ class SessionsHandler(UserHandler):
 
     async def post(self) -> None:
         body = self.body("create_session")
+        if "context" in body:  # JSON from a person: pickled like the context rlm() uploads
+            context = body.pop("context")
+            data = pickle.dumps(context)
+            self.daemon.check_blob_size(len(data), "the context")
+            body["context_blob"] = await self.daemon.store.put_blob(data)
+            body["context_type"] = type(context).__name__
         record = await self.daemon.create_session(body.pop("prompt"), **body)
         await self.reply(record, status=201)
 
@@ -61,6 +68,11 @@ class InterruptHandler(UserHandler):
     async def post(self, session_id: str) -> None:
         await self.daemon.interrupt(session_id)
         self.write_json({"interrupted": session_id})
+
+
+class ResumeHandler(UserHandler):
+    async def post(self, session_id: str) -> None:
+        await self.reply(self.daemon.resume(session_id))
 
 
 class ModelsHandler(UserHandler):
@@ -180,6 +192,7 @@ HANDLERS: list[tuple[str, Any]] = [
     (rf"{API}/sessions/{ID}", SessionHandler),
     (rf"{API}/sessions/{ID}/events", EventsHandler),
     (rf"{API}/sessions/{ID}/interrupt", InterruptHandler),
+    (rf"{API}/sessions/{ID}/resume", ResumeHandler),
     (rf"{API}/sessions/{ID}/context", SessionContextHandler),
     (rf"{API}/models", ModelsHandler),
     (rf"{KERNEL_API}/sessions", ChildrenHandler),

@@ -1,116 +1,166 @@
-"""`prime-agent run`, `sessions` and `show` as a user types them: real processes, real server."""
+"""`prime-agent run` headless (no server serves the root): progress, answer, context, budgets,
+logs off the terminal; then the commands that read what it left, with no server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from prime_kernel.models import local
+from tests.cli.conftest import CLI, one_line_error
 
-
-def prime_agent(
-    *args: str, root: Path, env: dict[str, str] | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("PRIME_MODEL", None)
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "prime_kernel.cli.main", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-    )
-
-
-@pytest.fixture
-def scripts(tmp_path: Path) -> Path:
-    path = tmp_path / "scripts.json"
-    path.write_text(
-        json.dumps(
+SQUARES = {
+    "squares": {
+        "turns": [
             {
-                "squares": {
-                    "turns": [
-                        {"code": "total = sum(i * i for i in range(1, 101))\nprint(total)"},
-                        {
-                            "code": "h = rlm('double it', context=total)\nanswer(h.result())",
-                        },
-                    ]
-                },
-                "double": {"turns": [{"code": "answer(context * 2)"}]},
-            }
-        )
-    )
-    return path
+                # Also writes to the kernel's own stderr, which must land in the log.
+                "code": "import os\nos.write(2, b'kernel-noise\\n')\n"
+                "total = sum(i * i for i in range(1, context['n'] + 1))\nprint(total)"
+            },
+            {
+                "code": "h = rlm('double it', context=total, model='scripted/double')\n"
+                "answer(h.result())"
+            },
+        ]
+    },
+    "double": {"turns": [{"code": "answer(context * 2)"}]},
+}
 
 
-def test_run_json_sessions_and_show(tmp_path: Path, scripts: Path) -> None:
-    root = tmp_path / "work"
-    root.mkdir()
-    env = {"PRIME_SCRIPTS": str(scripts)}
-    # The child inherits the parent's model unless it names one; make the parent's script
-    # serve the child's turns through a second model given by name.
-    scripts.write_text(
-        scripts.read_text().replace(
-            "rlm('double it', context=total)",
-            "rlm('double it', context=total, model='scripted/double')",
-        )
-    )
-    proc = prime_agent(
+def test_run_shows_progress_then_the_answer(cli: CLI, root: Path, tmp_path: Path) -> None:
+    cli.scripts(SQUARES)
+    context = tmp_path / "input.json"
+    context.write_text(json.dumps({"n": 100}))
+    proc = cli(
         "run",
         "sum of squares, doubled",
         "--model",
         "scripted/squares",
-        "--json",
-        root=root,
-        env=env,
+        "--context",
+        str(context),
+        "--budget-tokens",
+        "200k",
+        "--budget-seconds",
+        "10m",
+        "--name",
+        "squares",
+        "--root",  # after the command: it wins over the default (the current folder)
+        str(root),
+        root=None,
     )
     assert proc.returncode == 0, proc.stderr
-    result = json.loads(proc.stdout)
-    assert result["state"] == "DONE"
-    assert result["answer"] == 676700
-    assert result["usage"]["subtree"]["model_calls"] == 3
-    assert result["usage"]["own"]["model_calls"] == 2
-    assert Path(result["store"]).exists()
-    # The progress view went to stderr: turns, cells with output, the child.
-    assert "338350" in proc.stderr and "started child" in proc.stderr
+    # Nothing on the terminal but the command's own output: no server or kernel logs.
+    assert proc.stderr == ""
+    out = proc.stdout
+    assert "\r" not in out and "\x1b" not in out  # not a terminal: plain lines, no status line
+    assert "turn 1 · model scripted/squares" in out and "turn 2 · model" in out
+    assert "    338350" in out  # the cell's output, under its code
+    assert "started child" in out
+    child_lines = [line for line in out.splitlines() if line.startswith("  [s")]
+    assert any(line.endswith("] answer: 676700") for line in child_lines)
+    assert out.rstrip().splitlines()[-2] == "Answer: 676700"
+    logs = list((root / ".prime" / "logs").glob("run-*.log"))
+    assert len(logs) == 1
+    log = logs[0].read_text()
+    assert "kernel-noise" in log and "Kernel started" in log
 
-    listed = json.loads(prime_agent("sessions", "--json", root=root).stdout)
-    assert {s["id"] for s in listed} >= {result["id"]}
-    assert len(listed) == 2
-    shown = prime_agent("show", result["id"], root=root)
-    assert shown.returncode == 0
-    assert "sum of squares, doubled" in shown.stdout and "answer:  676700" in shown.stdout
-    assert "338350" in shown.stdout
+    # What the run left, read from the store with no server running.
+    listed = cli.json("sessions", root=root)
+    assert len(listed) == 2 and {s["state"] for s in listed} == {"DONE"}
+    parent = next(s for s in listed if s["parent_id"] is None)
+    shown = cli.json("show", parent["id"], root=root)
+    assert shown["session"]["name"] == "squares"
+    assert shown["session"]["budget"] == {"tokens": 200_000, "seconds": 600}
+    task = next(e for e in shown["events"] if e["kind"] == "task")
+    assert task["data"]["context_type"] == "dict"
+    text = cli("show", parent["id"], root=root).stdout
+    assert "answer:  676700" in text and "338350" in text
+    target = tmp_path / "out.ipynb"
+    assert cli("export", parent["id"], "-o", str(target), root=root).returncode == 0
+    notebook = nbformat.read(target, as_version=4)
+    assert "sum of squares, doubled" in notebook.cells[0].source
+
+    # Acting on a session that has ended, with no server: said in one line.
+    one_line_error(
+        cli("send", parent["id"], "hi", root=root), 2, "has ended (DONE); cannot message it"
+    )
+    one_line_error(cli("resume", parent["id"], root=root), 2, "has ended (DONE)")
+    one_line_error(cli("show", "s000000000000", root=root), 2, "no session s000000000000")
+    cancel = cli("cancel", parent["id"], root=root)
+    assert cancel.returncode == 0 and "already ended (DONE)" in cancel.stdout
 
 
-def test_run_errors_are_clear(tmp_path: Path) -> None:
-    proc = prime_agent("run", "x", "--model", "nonexistent-model", root=tmp_path)
-    assert proc.returncode == 2
-    assert "unknown model 'nonexistent-model'" in proc.stderr
-    proc = prime_agent("run", "x", "--max-turns", "0", root=tmp_path)
-    assert proc.returncode == 2 and "--max-turns" in proc.stderr
-    proc = prime_agent("run", "x", root=tmp_path / "missing")
-    assert proc.returncode == 2 and "is not a folder" in proc.stderr
-    proc = prime_agent("show", "nope", root=tmp_path)
-    assert proc.returncode == 2 and "no Prime store" in proc.stderr
+def test_a_terminal_shows_what_the_run_waits_for(cli: CLI, root: Path) -> None:
+    cli.scripts({"slow": {"turns": [{"sleep": 4, "code": "answer(7)"}]}})
+    terminal, other_end = os.openpty()
+    run = subprocess.Popen(
+        cli.command("run", "seven", "--model", "scripted/slow", root=root),
+        stdout=other_end,
+        stderr=subprocess.DEVNULL,
+        env=cli.env,
+    )
+    os.close(other_end)
+    shown = b""
+    with contextlib.suppress(OSError):  # EIO once the command has exited
+        while chunk := os.read(terminal, 4096):
+            shown += chunk
+    os.close(terminal)
+    assert run.wait(60) == 0
+    text = shown.decode()
+    # A status line redrawn in place while the model thinks, its seconds counting up.
+    assert "turn 1: waiting for scripted/slow · 2s" in text and "\r\x1b[K" in text
+    assert "Answer: 7" in text
+
+
+def test_quiet_prints_only_the_answer(cli: CLI, root: Path, tmp_path: Path) -> None:
+    cli.scripts(
+        {
+            "mean": {
+                "turns": [
+                    {"code": "answer(sum(float(r['score']) for r in context) / len(context))"}
+                ]
+            }
+        }
+    )
+    table = tmp_path / "scores.csv"
+    table.write_text("name,score\nada,3\nbob,5\ncyd,10\n")
+    proc = cli(
+        "run", "mean score", "--model", "scripted/mean", "--context", str(table), "-q", root=root
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "6.0\n", "")
+
+
+def test_a_model_that_never_answers_fails_within_its_timeout(cli: CLI, root: Path) -> None:
+    cli.scripts({"mute": {"turns": [{"sleep": 3600, "text": "too late"}]}})
+    proc = cli(
+        "run",
+        "x",
+        "--model",
+        "scripted/mute",
+        "--config",
+        "Daemon.model_timeout=2",
+        root=root,
+        timeout=120,
+    )
+    one_line_error(proc, 1, "FAILED: the model 'scripted/mute' did not answer within 2 s")
+    assert f"(log: {root / '.prime' / 'logs'}" in proc.stderr
 
 
 @pytest.mark.local_model
 @pytest.mark.skipif(not local.available(), reason="the embedded model is not installed")
-def test_readme_main_command_on_the_embedded_model(tmp_path: Path) -> None:
+def test_readme_main_command_on_the_embedded_model(cli: CLI, root: Path) -> None:
     """The README's first command, as a user types it: default model, default settings."""
-    proc = prime_agent("run", "Compute the sum of the squares of 1..100", root=tmp_path)
+    proc = cli("run", "Compute the sum of the squares of 1..100", root=root, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Answer: 338350" in proc.stdout
-    listed = json.loads(prime_agent("sessions", "--json", root=tmp_path).stdout)
-    assert len(listed) == 1
-    shown = json.loads(prime_agent("show", listed[0]["id"], "--json", root=tmp_path).stdout)
+    (listed,) = cli.json("sessions", root=root)
+    shown = cli.json("show", listed["id"], root=root)
     record = shown["session"]
     assert record["model"] == "local/smollm2"
     assert record["usage"]["own"]["cost"] == 0

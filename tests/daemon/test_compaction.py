@@ -16,9 +16,9 @@ from prime_kernel.daemon import compaction
 from prime_kernel.daemon import usage as usage_mod
 from prime_kernel.daemon.compaction import SUMMARY_HEADER, SUMMARY_INSTRUCTION, compact_messages
 from prime_kernel.daemon.daemon import Daemon
-from prime_kernel.daemon.prompts import FENCED_EXAMPLE
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.session import LiveSession
+from prime_kernel.models.prompts import FENCED_EXAMPLE
 from prime_kernel.models.router import Completion, ModelRouter
 from prime_kernel.protocol.errors import Forbidden, ModelError
 from prime_kernel.protocol.states import SessionKind, SessionState

@@ -1,0 +1,260 @@
+"""Following a session tree over REST while it runs: its trajectory as lines, and on a terminal a
+status line that shows what it waits for (the model, its code) with the seconds elapsed.
+
+The same code follows a session in a server this process started (`prime-agent run` headless)
+and in one that was already running (`jupyter lab` on the same root): it polls the daemon's
+REST API, which is the only way to see a store the daemon holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import time
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from ..protocol.states import TERMINAL, SessionState
+from ..util.format import fmt_cost, fmt_tokens
+from .remote import Server
+from .render import render
+
+# Seconds between polls of the daemon (a person does not notice; the daemon barely does).
+POLL = 0.2
+_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_ENDED = {s.value for s in TERMINAL}
+
+
+class Stop:
+    """A request to stop following: Ctrl-C, or the reader of the output went away."""
+
+    def __init__(self) -> None:
+        self.requested = asyncio.Event()
+        self.reason: str | None = None
+
+    def request(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+            self.requested.set()
+
+    async def wait(self, timeout: float) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.requested.wait(), timeout)
+
+
+class StatusLine:
+    """One line at the bottom of a terminal, redrawn in place; lines are printed above it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.frame = 0
+        try:
+            _FRAMES.encode(stream.encoding or "ascii")
+            self.frames = _FRAMES
+        except (UnicodeEncodeError, LookupError):
+            self.frames = "|/-\\"
+
+    def draw(self, text: str, since: float) -> None:
+        self.frame = (self.frame + 1) % len(self.frames)
+        line = f"{self.frames[self.frame]} {text} · {int(time.monotonic() - since)}s"
+        width = shutil.get_terminal_size((80, 24)).columns - 1
+        self.stream.write("\r\x1b[K" + line[:width])
+        self.stream.flush()
+
+    def clear(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
+
+
+class Progress:
+    """Prints a session tree's events as lines (to `stream`; None: quiet), with a status line
+    when `stream` is a terminal."""
+
+    def __init__(self, stream: TextIO | None, stop: Stop) -> None:
+        self.stream = stream
+        self.stop = stop
+        self.status = StatusLine(stream) if stream is not None and stream.isatty() else None
+        self.turns: dict[str, int] = {}
+        # What the followed tree spent so far (its model calls, as they are shown).
+        self.tokens = 0.0
+        self.cost = 0.0
+        # Per session still going: what it is doing now, and when we learnt it.
+        self.phase: dict[str, tuple[str, float]] = {}
+        # An answer is recorded while the cell calling answer() runs, before that cell's
+        # event: it is shown after the cell.
+        self.held: dict[str, list[str]] = {}
+
+    def count(self, record: dict[str, Any], depth: int, event: dict[str, Any]) -> None:
+        """Take an event into account (turns, spending, what the session does now)."""
+        sid, kind, data = record["id"], event["kind"], event["data"]
+        if kind == "model_call":
+            usage = data.get("usage") or {}
+            self.tokens += usage.get("total_tokens", 0)
+            self.cost += data.get("cost") or 0
+            if not data.get("purpose"):
+                self.turns[sid] = self.turns.get(sid, 0) + 1
+        self._note_phase(record, depth, kind, data)
+
+    def show(self, record: dict[str, Any], depth: int, event: dict[str, Any]) -> None:
+        self.count(record, depth, event)
+        sid, kind, data = record["id"], event["kind"], event["data"]
+        if self.stream is None:
+            return
+        lines = render(event)
+        if kind == "model_call" and not data.get("purpose"):
+            lines[0] = (
+                f"turn {self.turns[sid]} · {lines[0]} · "
+                f"total {fmt_tokens(self.tokens)} tokens, {fmt_cost(self.cost)}"
+            )
+        indent = "  " * depth
+        tag = f"[{sid}] " if depth else ""
+        text = (
+            [indent + tag + lines[0], *(indent + "  " + line for line in lines[1:])]
+            if lines
+            else []
+        )
+        if kind == "answer":
+            self.held[sid] = text
+            return
+        held = self.held.pop(sid, [])
+        self.write(text + held if kind == "cell" else held + text)
+
+    def _note_phase(self, record: dict[str, Any], depth: int, kind: str, data: Any) -> None:
+        sid = record["id"]
+        turn = self.turns.get(sid, 0)
+        state = data.get("state") if kind == "state" else None
+        if state is not None and state != SessionState.RUNNING.value:
+            doing = "waiting to start" if state == SessionState.ADMITTED.value else None
+        elif kind in ("model_call", "assistant", "child"):
+            doing = f"turn {turn}: running its code"
+        else:
+            doing = f"turn {turn + 1}: waiting for {record.get('model')}"
+        if doing is None:
+            self.phase.pop(sid, None)
+        else:
+            tag = f"[{sid}] " if depth else ""
+            self.phase[sid] = (tag + doing, time.monotonic())
+
+    def note(self, text: str) -> None:
+        if self.stream is not None:
+            self.write([text])
+
+    def write(self, lines: list[str]) -> None:
+        if self.stream is None or not lines:
+            return
+        try:
+            if self.status is not None:
+                self.status.clear()
+            self.stream.write("".join(line + "\n" for line in lines))
+            self.stream.flush()
+            self.tick()
+        except BrokenPipeError:
+            self.stream = self.status = None
+            self.stop.request("output closed")
+
+    def tick(self) -> None:
+        """Redraw the status line: the latest phase of a session still going."""
+        if self.status is None:
+            return
+        if self.phase:
+            self.status.draw(*max(self.phase.values(), key=lambda p: p[1]))
+        else:
+            self.status.clear()
+
+    def close(self) -> None:
+        for lines in self.held.values():
+            self.write(lines)
+        self.held.clear()
+        if self.status is not None:
+            with contextlib.suppress(BrokenPipeError):
+                self.status.clear()
+
+
+@dataclass
+class Outcome:
+    record: dict[str, Any]  # the followed session's final record
+    answer_kind: str | None  # "answer" (answer(value)), "reply" (text without code), or None
+    stopped: str | None  # why following was asked to stop (Stop.reason), if it was
+
+
+async def past(server: Server, session_id: str, progress: Progress) -> dict[str, int]:
+    """What the session's tree has done so far, counted by `progress` but not shown: the
+    `after` for a `follow` of what it does from now on."""
+    first = await asyncio.to_thread(server.session, session_id)
+    records = await asyncio.to_thread(server.tree, first["root_id"])
+    seen = {}
+    for record, depth in _subtree(records, session_id):
+        events = await asyncio.to_thread(server.events, record["id"])
+        for event in events:
+            progress.count(record, depth, event)
+        seen[record["id"]] = events[-1]["seq"] if events else 0
+    return seen
+
+
+async def follow(
+    server: Server,
+    session_id: str,
+    progress: Progress,
+    stop: Stop,
+    *,
+    after: dict[str, int] | None = None,
+) -> Outcome:
+    """Show the trajectory of the session and its descendants until it ends, or (a persistent
+    session) waits IDLE for messages; from the event after `after[session id]`, if given.
+
+    On a stop request it cancels the session (and its subtree) and follows it to CANCELLED.
+    Sub-agents still going when it ends are cancelled: nothing would read their answers.
+    """
+    call = asyncio.to_thread
+    first = await call(server.session, session_id)
+    root_id = first["root_id"]
+    seen: dict[str, int] = dict(after or {})  # session id -> the last event seq shown
+    last: dict[str, dict[str, Any]] = {}  # session id -> its record as last seen
+    done: set[str] = set()  # ended, and every event of theirs shown
+    cancelled = False
+    answer_kind: str | None = None
+    while True:
+        if stop.requested.is_set() and not cancelled:
+            cancelled = True
+            progress.note("cancelling the session…")
+            await call(server.cancel, session_id)
+        records = _subtree(await call(server.tree, root_id), session_id)
+        for record, depth in records:
+            sid = record["id"]
+            if sid in done:
+                continue
+            if record["state"] == SessionState.RUNNING.value or record != last.get(sid):
+                for event in await call(server.events, sid, seen.get(sid, 0)):
+                    seen[sid] = event["seq"]
+                    progress.show(record, depth, event)
+                    if sid == session_id and event["kind"] == "answer":
+                        answer_kind = event["data"].get("kind")
+                last[sid] = record
+            if record["state"] in _ENDED:
+                done.add(sid)
+        top = records[0][0]
+        going = [r for r, _ in records if r["state"] not in _ENDED]
+        if top["state"] == SessionState.IDLE.value or (top["state"] in _ENDED and not going):
+            progress.close()
+            return Outcome(top, answer_kind, stop.reason)
+        if top["state"] in _ENDED:  # sub-agents left running: cancel each whose parent ended
+            for record in going:
+                if last.get(record["parent_id"] or "", {}).get("state") in _ENDED:
+                    await call(server.cancel, record["id"])
+        progress.tick()
+        await stop.wait(POLL)
+
+
+def _subtree(records: list[dict[str, Any]], top_id: str) -> list[tuple[dict[str, Any], int]]:
+    """`top_id` and the sessions below it among `records`, parents first, with their depth
+    below it."""
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    by_id = {}
+    for record in sorted(records, key=lambda r: r["created"]):
+        children.setdefault(record["parent_id"], []).append(record)
+        by_id[record["id"]] = record
+    out = [(by_id[top_id], 0)]
+    for record, depth in out:  # grows as it goes: a breadth-first walk
+        out.extend((child, depth + 1) for child in children.get(record["id"], []))
+    return out

@@ -1,0 +1,122 @@
+"""The daemon headless: a jupyter_server with only the prime_kernel extension, in this process,
+for `prime-agent run` and `resume` when no server serves the root.
+
+Its noise — server and daemon logs, warnings, what kernels print to their inherited stdout and
+stderr (`Kernel is running over TCP without encryption…`), the embedded model's C library — goes
+to a log file under `<root>/.prime/logs/`, named on failure. `quiet_process` does that at the
+file-descriptor level, so child processes inherit it; the command's own output goes to the
+terminal through the `Terminal` it hands back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..util.files import private_dir
+from .common import CLIError
+
+# Log files kept per root (the oldest are removed).
+KEEP_LOGS = 20
+
+
+@dataclass
+class Terminal:
+    """Where the command's own output goes."""
+
+    out: TextIO
+    err: TextIO
+
+
+def new_log(root: Path) -> Path:
+    """A fresh log file for this run in ROOT/.prime/logs/ (private), pruning old ones."""
+    folder = private_dir(private_dir(root / ".prime") / "logs")
+    logs = sorted(folder.glob("run-*.log"))
+    for old in logs[: max(0, len(logs) - KEEP_LOGS + 1)]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+    return folder / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+
+
+@contextlib.contextmanager
+def quiet_process(log: Path) -> Iterator[Terminal]:
+    """Send everything this process and its children write to stdout and stderr to `log`;
+    yield the terminal (the original streams) for the command's own output."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = os.dup(1), os.dup(2)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    out, err = (
+        os.fdopen(os.dup(fd), "w", encoding=stream.encoding, errors="replace", buffering=1)
+        for fd, stream in zip(saved, (sys.stdout, sys.stderr), strict=True)
+    )
+    try:
+        yield Terminal(out, err)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+        for stream in (out, err):
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+
+
+def make_server(root: Path, extra_argv: list[str]) -> Any:
+    """A jupyter_server with only our extension (no other installed extension is loaded), on a
+    free loopback port, token-protected."""
+    from jupyter_server.serverapp import ServerApp
+    from traitlets import TraitError
+    from traitlets.config import Config
+
+    config = Config()
+    config.ServerApp.jpserver_extensions = {"prime_kernel": True}
+    app = ServerApp(config=config)
+    argv = [
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.port=0",
+        "--ServerApp.open_browser=False",
+        f"--IdentityProvider.token={secrets.token_hex(24)}",
+        *extra_argv,
+    ]
+    try:
+        app.initialize(argv=argv, find_extensions=False)
+    except (SystemExit, TraitError):  # a setting it refused: its usage says which (logged)
+        raise CLIError("the server refused a --config setting", exit_code=2) from None
+    return app
+
+
+async def start_daemon(app: Any) -> Any:
+    """Start the server's extensions; the daemon once it is ready."""
+    await app._post_start()  # logs (and swallows) an extension that fails to start
+    daemon = app.web_app.settings.get("prime_daemon")
+    if daemon is None or daemon.pool is None:
+        raise CLIError("the daemon did not start", exit_code=1)
+    return daemon
+
+
+def busy_roots(daemon: Any) -> list[str]:
+    """Root sessions the daemon is running or about to run (others may have been handed to
+    this server by other `prime-agent run`s on the same root)."""
+    from ..protocol.states import SessionState
+
+    going = (SessionState.ADMITTED, SessionState.RUNNING)
+    return [
+        live.id
+        for live in daemon.live.values()
+        if live.record.is_agent and live.record.parent_id is None and live.state in going
+    ]

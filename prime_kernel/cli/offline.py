@@ -1,0 +1,83 @@
+"""Records and trajectories read straight from a store that no daemon holds.
+
+A running daemon holds its store in SQLite's EXCLUSIVE mode; with none running, the read-only
+commands (`sessions`, `show`, `export`, and the state checks of `send` and `cancel`) open it
+here instead of building a `Daemon`, whose imports (jupyter_client, the harness) take seconds.
+The JSON is the daemon's REST JSON (`Daemon.session_json`, `Daemon.list_sessions`), built from
+the same registry and accounting; no kernel runs, so `kernel_alive` is always false.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from ..daemon.accounting import Accounting
+from ..daemon.records import SessionRecord
+from ..daemon.registry import SessionRegistry
+from ..daemon.store import SqliteStore
+from ..protocol.errors import NotFound
+
+# Longest prompt a list shows (the daemon's `brief` records).
+BRIEF_PROMPT_CHARS = 500
+
+
+def _read_only(session_id: str, fields: dict[str, Any]) -> None:
+    raise RuntimeError(f"a store read without a daemon cannot change session {session_id}")
+
+
+class StoreReader:
+    """A read-only view of the store in `directory` (ROOT/.prime)."""
+
+    def __init__(self, directory: Path) -> None:
+        # Not exclusive: a server starting meanwhile waits for these few reads, not for us.
+        self.store = SqliteStore(directory, exclusive=False)
+        self.store.open()
+        self.registry = SessionRegistry()
+        self.registry.load(self.store.load_sessions(), _read_only)
+        self.accounting = Accounting(self.registry)
+
+    def close(self) -> None:
+        asyncio.run(self.store.close())
+
+    def session_json(self, session_id: str) -> dict[str, Any]:
+        record = self.registry.get(session_id)
+        return self._to_json(record, self.accounting.subtree(session_id))
+
+    def list_sessions(
+        self, *, states: list[str] | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        rows = self.registry.select(states=states)
+        if limit:
+            rows = rows[:limit]
+        return {
+            "sessions": [self._to_json(r, self.accounting.subtree(r.id), brief=True) for r in rows]
+        }
+
+    def _to_json(
+        self, record: SessionRecord, subtree: dict[str, float], *, brief: bool = False
+    ) -> dict[str, Any]:
+        out = record.to_row()
+        for private in ("answer_blob", "context_blob", "usage"):
+            out.pop(private)
+        if brief and len(record.prompt) > BRIEF_PROMPT_CHARS:
+            out["prompt"] = record.prompt[:BRIEF_PROMPT_CHARS] + "…"
+        out["has_answer"] = bool(record.answer_blob or record.answer_repr is not None)
+        out["kernel_alive"] = False
+        out["usage"] = {"own": self.accounting.own(record), "subtree": subtree}
+        out["children"] = [c.id for c in self.registry.children(record.id)]
+        return out
+
+    def descendant_ids(self, session_id: str) -> list[str]:
+        return [r.id for r in self.registry.descendants(session_id)]
+
+    async def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
+        self.registry.get(session_id)
+        return await self.store.events(session_id, after=after)
+
+    async def context_bytes(self, session_id: str) -> bytes:
+        record = self.registry.get(session_id)
+        if not record.context_blob or not self.store.has_blob(record.context_blob):
+            raise NotFound(f"session {session_id} has no context")
+        return await self.store.get_blob(record.context_blob)

@@ -1,0 +1,156 @@
+"""Trajectory events as text: one renderer per event kind (`RENDERERS`), for `prime-agent show`
+and the live progress of `prime-agent run`.
+
+A renderer takes an event's `data` and a character limit for long text (model messages, cell
+outputs) and returns the event's lines, the first a headline, the rest indented by the caller;
+an empty list when the event adds nothing a person reads (an observation repeats the outputs its
+cell shows). A kind this version does not know (a newer store) is shown as its data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..protocol.events import EventKind
+from ..util.format import output_text
+
+Renderer = Callable[[dict[str, Any], int], list[str]]
+
+
+def clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+
+
+def _task(d: dict[str, Any], limit: int) -> list[str]:
+    context = f" (context: a {d['context_type']})" if d.get("context_type") else ""
+    return [f"task: {clip(str(d.get('prompt', '')), limit)}{context}"]
+
+
+def _state(d: dict[str, Any], limit: int) -> list[str]:
+    reason = f": {d['reason']}" if d.get("reason") else ""
+    return [f"{d.get('state')}{reason}"]
+
+
+def _model_call(d: dict[str, Any], limit: int) -> list[str]:
+    u = d.get("usage") or {}
+    purpose = f" for {d['purpose']}" if d.get("purpose") else ""
+    return [
+        f"model {d.get('model')}{purpose}: {int(u.get('prompt_tokens', 0))} tokens in / "
+        f"{int(u.get('completion_tokens', 0))} out, {float(d.get('duration') or 0):.1f}s"
+    ]
+
+
+def _assistant(d: dict[str, Any], limit: int) -> list[str]:
+    content = str(d.get("content") or "").strip()
+    return [f"says: {clip(content, limit)}"] if content else []
+
+
+def _cell(d: dict[str, Any], limit: int) -> list[str]:
+    who = "person's cell" if d.get("source") == "user" else "cell"
+    count = f" [{d['execution_count']}]" if d.get("execution_count") else ""
+    lines = [f"{who}{count} {d.get('status')}:"]
+    lines += ["> " + line for line in str(d.get("code", "")).splitlines()]
+    text = "".join(output_text(o) for o in d.get("outputs") or [])
+    if text.strip():
+        lines += ["  " + line for line in clip(text, limit).splitlines()]
+    return lines
+
+
+def _nothing(d: dict[str, Any], limit: int) -> list[str]:
+    return []
+
+
+def _answer(d: dict[str, Any], limit: int) -> list[str]:
+    label = "reply (no code ran)" if d.get("kind") == "reply" else "answer"
+    return [f"{label}: {clip(str(d.get('repr', '')), limit)}"]
+
+
+def _child(d: dict[str, Any], limit: int) -> list[str]:
+    return [f"started child {d.get('child_id')}: {clip(str(d.get('prompt', '')), 80)}"]
+
+
+def _mail_in(d: dict[str, Any], limit: int) -> list[str]:
+    return [f"message from {d.get('sender')}: {clip(str(d.get('message', '')), limit)}"]
+
+
+def _mail_out(d: dict[str, Any], limit: int) -> list[str]:
+    return [f"message to {d.get('to')}: {clip(str(d.get('message', '')), limit)}"]
+
+
+def _compaction(d: dict[str, Any], limit: int) -> list[str]:
+    failed = f" (the summary failed: {d['error']})" if d.get("error") else ""
+    return [
+        f"context compacted: {d.get('summarised_messages')} messages summarised "
+        f"({d.get('before_tokens')} → {d.get('after_tokens')} tokens){failed}"
+    ]
+
+
+def _snapshot(d: dict[str, Any], limit: int) -> list[str]:
+    skipped = ", ".join(d.get("skipped") or {})
+    return [
+        f"REPL saved ({d.get('reason', 'snapshot')}): {len(d.get('saved') or [])} names"
+        + (f"; not saved: {skipped}" if skipped else "")
+    ]
+
+
+def _restore(d: dict[str, Any], limit: int) -> list[str]:
+    line = f"REPL restored: {', '.join(d.get('restored') or []) or 'nothing'}"
+    if d.get("lost"):
+        line += f"; lost: {', '.join(d['lost'])}"
+    if d.get("failed"):
+        line += f"; could not restore: {', '.join(d['failed'])}"
+    return [line]
+
+
+def _resume(d: dict[str, Any], limit: int) -> list[str]:
+    lines = [f"resumed: {d.get('reason')}"]
+    if d.get("in_flight"):
+        lines.append("this cell was running and was not re-run:")
+        lines += ["> " + line for line in str(d["in_flight"]).splitlines()]
+    return lines
+
+
+def _kernel(d: dict[str, Any], limit: int) -> list[str]:
+    detail = f": {d['detail']}" if d.get("detail") else ""
+    return [f"kernel {d.get('event')}{detail}"]
+
+
+def _refinement(d: dict[str, Any], limit: int) -> list[str]:
+    return [f"harness refined: refinement {d.get('refinement_id')} ({d.get('status')})"]
+
+
+def _error(d: dict[str, Any], limit: int) -> list[str]:
+    return [f"error: {clip(str(d.get('message', '')), limit)}"]
+
+
+RENDERERS: dict[EventKind, Renderer] = {
+    EventKind.TASK: _task,
+    EventKind.STATE: _state,
+    EventKind.MODEL_CALL: _model_call,
+    EventKind.ASSISTANT: _assistant,
+    EventKind.CELL: _cell,
+    EventKind.OBSERVATION: _nothing,
+    EventKind.ANSWER: _answer,
+    EventKind.CHILD: _child,
+    EventKind.MAIL_IN: _mail_in,
+    EventKind.MAIL_OUT: _mail_out,
+    EventKind.COMPACTION: _compaction,
+    EventKind.SNAPSHOT: _snapshot,
+    EventKind.RESTORE: _restore,
+    EventKind.RESUME: _resume,
+    EventKind.KERNEL: _kernel,
+    EventKind.REFINEMENT: _refinement,
+    EventKind.ERROR: _error,
+}
+
+
+def render(event: dict[str, Any], limit: int = 800) -> list[str]:
+    """An event's lines (see the module docstring)."""
+    try:
+        renderer = RENDERERS[EventKind(event["kind"])]
+    except ValueError:
+        return [f"{event['kind']}: {clip(json.dumps(event.get('data'), default=str), limit)}"]
+    return renderer(event.get("data") or {}, limit)

@@ -1,0 +1,145 @@
+"""`prime-agent` on a root a server already serves (`jupyter lab` there): the server holds the
+store, so every command goes through its REST API, and `run` submits its task to it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from tests.cli.conftest import CLI, one_line_error, read_until
+
+SCRIPTS = {
+    "shout": {"turns": [{"code": "answer(context.upper())"}]},
+    "prose": {"turns": [{"text": "It is probably 42."}], "tools": False},
+    "empty": {"turns": [{"text": ""}]},
+    "mute": {"turns": [{"sleep": 3600, "text": "too late"}]},
+    "busy": {"turns": [{"code": "import time\ntime.sleep(600)"}]},
+}
+
+
+def test_run_goes_to_the_running_server(
+    cli: CLI, root: Path, tmp_path: Path, start_server: Any
+) -> None:
+    cli.scripts(SCRIPTS)
+    server = start_server(root, "--Daemon.model_timeout=3")
+    proc = cli(
+        "run",
+        "shout it",
+        "--model",
+        "scripted/shout",
+        "--context",
+        "-",
+        "--json",
+        root=root,
+        input="hello from stdin",
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert (result["state"], result["answer"]) == ("DONE", "HELLO FROM STDIN")
+    assert "answer: 'HELLO FROM STDIN'" in proc.stderr  # --json: progress on stderr
+    sid = result["id"]
+    assert [s["id"] for s in server.get("sessions")["sessions"]] == [sid]
+    assert not list((root / ".prime").glob("logs/*"))  # no server of its own was started
+
+    # Reading commands ask the server (its store is locked to anyone else).
+    assert [s["id"] for s in cli.json("sessions", root=root)] == [sid]
+    assert "answer:  'HELLO FROM STDIN'" in cli("show", sid, root=root).stdout
+    target = tmp_path / "shout.ipynb"
+    assert cli("export", sid, "-o", str(target), root=root).returncode == 0
+    assert nbformat.read(target, as_version=4).cells
+
+    # What the server refuses, in one line each.
+    one_line_error(cli("run", "x", "--model", "local/smollm", root=root), 2, "unknown model")
+    one_line_error(
+        cli("run", "x", "--config", "Daemon.pool_size=0", root=root), 2, "one already serves"
+    )
+    one_line_error(cli("send", sid, "more", root=root), 1, "has ended (DONE)")
+    one_line_error(cli("resume", sid, root=root), 1, "is DONE, not INACTIVE")
+
+    # Models that answer badly.
+    prose = cli("run", "x", "--model", "scripted/prose", root=root)
+    assert prose.returncode == 0, prose.stderr
+    assert "Answer (a reply, no code ran): It is probably 42." in prose.stdout
+    empty = cli("run", "x", "--model", "scripted/empty", root=root)
+    one_line_error(empty, 1, "FAILED: the model 'scripted/empty' replied with no text and no code")
+    mute = cli("run", "x", "--model", "scripted/mute", root=root, timeout=120)
+    one_line_error(mute, 1, "FAILED: the model 'scripted/mute' did not answer within 3 s")
+
+
+def test_ctrl_c_cancels_the_session_on_the_server(cli: CLI, root: Path, start_server: Any) -> None:
+    cli.scripts(SCRIPTS)
+    server = start_server(root)
+    run = cli.start("run", "sleep", "--model", "scripted/busy", root=root)
+    assert run.stdout is not None and run.stderr is not None
+    sid = read_until(run.stdout, "session ")[-1].split()[1]
+    read_until(run.stdout, "turn 1 · model scripted/busy")
+    run.send_signal(signal.SIGINT)
+    assert run.wait(120) == 130
+    assert run.stderr.read().strip().splitlines() == [
+        f"prime-agent: cancelled (Ctrl-C): session {sid} CANCELLED, its kernels shut down"
+    ]
+    assert server.get(f"sessions/{sid}")["state"] == "CANCELLED"
+
+
+def test_the_store_read_directly_says_what_the_server_says(
+    cli: CLI, root: Path, start_server: Any
+) -> None:
+    cli.scripts(SCRIPTS)
+    server = start_server(root, "--Daemon.keep_root_kernel=0")
+    assert cli("run", "a", "--model", "scripted/prose", "-q", root=root).returncode == 0
+    assert cli("run", "b", "--model", "scripted/empty", "-q", root=root).returncode == 1
+    served = cli.json("sessions", root=root)
+    shown = [cli.json("show", s["id"], root=root) for s in served]
+    server.stop()
+    assert cli.json("sessions", root=root) == served
+    assert [cli.json("show", s["id"], root=root) for s in served] == shown
+
+
+def start_two(cli: CLI, root: Path) -> tuple[subprocess.Popen[str], subprocess.Popen[str]]:
+    """A run, and a second one started once the first one's server is up (so it hands its
+    task to that server); the first answers at once, the second takes 15 seconds."""
+    cli.scripts(
+        {
+            "quick": {"turns": [{"code": "import time\ntime.sleep(3)\nanswer('first')"}]},
+            "long": {"turns": [{"code": "import time\ntime.sleep(15)\nanswer('second')"}]},
+        }
+    )
+    first = cli.start("run", "a", "--model", "scripted/quick", root=root)
+    info = cli.runtime / f"jpserver-{first.pid}.json"
+    while not info.exists():  # its daemon may still be starting: sessions wait for it
+        assert first.poll() is None
+        time.sleep(0.1)
+    return first, cli.start("run", "b", "--model", "scripted/long", root=root)
+
+
+def test_a_second_run_goes_to_the_server_of_the_first(cli: CLI, root: Path) -> None:
+    first, second = start_two(cli, root)
+    assert first.stdout is not None and first.stderr is not None and second.stdout is not None
+    # The first prints its answer at once, then serves on until the second's session ends.
+    read_until(first.stdout, "Answer: first")
+    assert second.poll() is None
+    read_until(first.stderr, "this server also runs")
+    assert second.wait(180) == 0 and first.wait(60) == 0
+    assert "Answer: second" in second.stdout.read()
+    assert len(list((root / ".prime" / "logs").glob("run-*.log"))) == 1  # one server
+
+
+def test_the_first_run_stopped_early_leaves_the_second_resumable(cli: CLI, root: Path) -> None:
+    first, second = start_two(cli, root)
+    assert first.stderr is not None and second.stdout is not None and second.stderr is not None
+    sid = read_until(second.stdout, "session ")[-1].split()[1]
+    read_until(first.stderr, "this server also runs")
+    first.send_signal(signal.SIGINT)  # stop serving now
+    assert first.wait(60) == 0  # its own session had ended DONE
+    assert second.wait(60) == 1
+    (line,) = second.stderr.read().strip().splitlines()
+    assert line.startswith("prime-agent: error: the server at http://127.0.0.1:")
+    assert line.endswith(
+        f" stopped before session {sid} ended; it goes on with `prime-agent resume {sid}`"
+    )

@@ -1,0 +1,46 @@
+"""A session an earlier `prime-agent run` left unfinished (it was killed) is not run again by
+the next `run`: it waits INACTIVE until `prime-agent resume ID`."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from tests.cli.conftest import CLI, one_line_error, read_until
+
+
+def test_a_killed_run_waits_for_resume(cli: CLI, root: Path) -> None:
+    cli.scripts(
+        {
+            "crash": {
+                "turns": [
+                    {"code": "import time\ntime.sleep(600)"},
+                    {"code": "answer('went on')"},
+                ]
+            },
+            "other": {"turns": [{"code": "answer(1)"}]},
+        }
+    )
+    run = cli.start("run", "first", "--model", "scripted/crash", root=root)
+    assert run.stdout is not None
+    sid = read_until(run.stdout, "session ")[-1].split()[1]
+    read_until(run.stdout, "turn 1 · model scripted/crash")
+    run.send_signal(signal.SIGKILL)  # no clean stop: the store says RUNNING
+    run.wait(60)
+    assert cli.json("show", sid, root=root)["session"]["state"] == "RUNNING"
+
+    other = cli("run", "second", "--model", "scripted/other", "-q", root=root)
+    assert (other.returncode, other.stdout) == (0, "1\n"), other.stderr
+    left = cli.json("show", sid, root=root)
+    assert left["session"]["state"] == "INACTIVE"
+    assert [e["kind"] for e in left["events"]].count("model_call") == 1  # not run again
+    one_line_error(cli("send", sid, "hi", root=root), 1, "prime-agent resume")
+
+    resumed = cli("resume", sid, root=root)
+    assert resumed.returncode == 0, resumed.stderr
+    out = resumed.stdout
+    assert "turn 1 ·" not in out and "turn 2 · model scripted/crash" in out  # only what's new
+    assert "resumed: The daemon that ran this session stopped" in out
+    assert "import time" in out  # the cell that was in flight, shown as not re-run
+    assert out.rstrip().splitlines()[-2] == "Answer: went on"
+    assert cli.json("show", sid, root=root)["session"]["state"] == "DONE"
