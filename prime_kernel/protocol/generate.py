@@ -147,6 +147,9 @@ def typescript() -> str:
         records.EVENT,
         records.NOTIFICATION,
         records.LIST,
+        records.GOAL,
+        records.SCHEDULE,
+        records.SCHEDULE_LIST,
     ):
         out.append(_interface(_pascal(schema["title"]), schema))
     for name in rest.names():
