@@ -41,6 +41,8 @@ class SessionRecord:
     budget: dict[str, Any] | None = None
     options: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
+    # What the session works towards (see daemon/goals.py); None: no goal.
+    goal: dict[str, Any] | None = None
     # Where updates go (the store); None for a record read outside a daemon.
     sink: Sink | None = field(default=None, repr=False, compare=False)
 

@@ -11,7 +11,9 @@ connection file are in the store), and `resume` takes every unfinished session b
 - RUNNING: resumes at its last recorded turn. Its conversation comes back from the store; the
   REPL from its latest snapshot; the model is told which cell was in flight and that it was
   **not** re-run (its outcome is uncertain), and which variables were lost;
-- IDLE and INACTIVE: INACTIVE, reviving from the latest snapshot when a message wakes them;
+- IDLE and INACTIVE: INACTIVE, reviving from the latest snapshot when a message wakes them —
+  at once if one is already waiting (a message or a schedule's tick that arrived just before
+  the stop, which would otherwise wait for the next);
 - notebook sessions: their kernel ended with the old server, so they end (DONE, with the reason);
   their children go on, and what they answer stays retrievable.
 
@@ -92,6 +94,7 @@ class Recovery:
 
     def resume(self) -> None:
         daemon = self.daemon
+        resting: list[LiveSession] = []
         for record in list(daemon.registry):
             if record.terminal or record.id in daemon.live:
                 continue
@@ -115,14 +118,23 @@ class Recovery:
                 if state == SessionState.ADMITTED:
                     daemon.emit(live, EventKind.RESUME, {"reason": "queued again after a restart"})
                 daemon.start_run(live)
-            elif state != SessionState.INACTIVE:
-                daemon.lifecycle.change(
-                    record,
-                    SessionState.INACTIVE,
-                    reason="its daemon stopped; a message (or `prime-agent resume`) wakes it"
-                    if state != SessionState.IDLE
-                    else "its daemon stopped; a message wakes it",
-                )
+            else:
+                if state != SessionState.INACTIVE:
+                    daemon.lifecycle.change(
+                        record,
+                        SessionState.INACTIVE,
+                        reason="its daemon stopped; a message (or `prime-agent resume`) wakes it"
+                        if state != SessionState.IDLE
+                        else "its daemon stopped; a message wakes it",
+                    )
+                resting.append(live)
+        if resting and daemon.auto_resume:
+            daemon.spawn(self._wake_if_mail(resting), "wake-if-mail")
+
+    async def _wake_if_mail(self, lives: list[LiveSession]) -> None:
+        for live in lives:
+            if live.state == SessionState.INACTIVE and await self.daemon.mailbox.has_unread(live):
+                self.daemon.wake(live)
 
     async def prepare(self, live: LiveSession) -> None:
         """Before a run of a session taken over from an earlier daemon: its conversation back
