@@ -350,9 +350,12 @@ def _gate(value: Any) -> dict[str, str] | None:
 
 def _missing_program(command: str) -> str | None:
     """The program a shell command starts with, if it is looked up on PATH and not found
-    there. Scripts named by a path may be written by the agent later: not checked."""
+    there. Scripts named by a path may be written by the agent later, and anything past the
+    first word (or a command that starts with shell syntax) is left to the shell."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
     try:
-        words = shlex.split(command)
+        words = list(lexer)
     except ValueError as e:
         raise InvalidRequest(f"the gate is not a valid shell command: {e}") from None
     while words and "=" in words[0] and not words[0].startswith("="):
@@ -360,7 +363,7 @@ def _missing_program(command: str) -> str | None:
     if not words:
         return None
     first = words[0]
-    if first in _SHELL_WORDS or "/" in first or any(c in first for c in "$`*?;&|<>()"):
+    if first in _SHELL_WORDS or "/" in first or any(c in first for c in "$`*?;&|<>(){}"):
         return None
     return None if shutil.which(first) else first
 
