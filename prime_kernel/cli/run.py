@@ -15,6 +15,7 @@ from typing import Any
 
 from ..util.format import output_text
 from .common import dump_json, fmt_usage
+from .longrun import describe
 
 
 def add_commands(sub: Any) -> None:
@@ -35,6 +36,24 @@ def add_commands(sub: Any) -> None:
             metavar="N",
             help=f"stop the agent (and its sub-agents) after N {unit} in all",
         )
+    p.add_argument(
+        "--autonomous",
+        action="store_true",
+        help="keep the agent going in continuations until its gate passes (or, without "
+        "--gate, until it answers)",
+    )
+    p.add_argument(
+        "--gate",
+        metavar="CMD",
+        help="with --autonomous: a shell command run in the root after each continuation; "
+        "exit status 0 ends the run",
+    )
+    p.add_argument(
+        "--continuations",
+        type=int,
+        metavar="N",
+        help="with --autonomous: continuations before it gives up (default 3)",
+    )
     p.add_argument("--json", action="store_true", help="print a machine-readable result")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, only the answer")
     p.add_argument(
@@ -144,6 +163,8 @@ class Progress:
             )
         elif kind == "answer":
             line = f"{tag} answer: {_clip(data['repr'], 400)}"
+        elif (said := describe(kind, data)) is not None:
+            line = f"{tag} {said}"
         if line:
             print(line, file=self.out, flush=True)
 
@@ -168,6 +189,7 @@ async def _run_session(app: Any, args: argparse.Namespace) -> dict[str, Any]:
         name=args.name,
         max_turns=args.max_turns,
         budget=args.budget,
+        autonomous=args.autonomous,
     )
     sid = record["id"]
     progress = Progress(daemon, sid, sys.stderr if args.json else sys.stdout, args.quiet)
@@ -218,6 +240,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CLIError(e.message) from None
     if args.max_turns is not None and args.max_turns < 1:
         raise CLIError("--max-turns must be at least 1")
+    if (args.gate is not None or args.continuations is not None) and not args.autonomous:
+        raise CLIError("--gate and --continuations go with --autonomous")
+    if args.autonomous:
+        from ..daemon.autonomy import parse
+
+        plan: dict[str, Any] = {}
+        if args.gate is not None:
+            plan["gate"] = args.gate
+        if args.continuations is not None:
+            plan["max_continuations"] = args.continuations
+        try:  # refused before a server starts: a gate command that does not exist, say
+            parse(plan)
+        except PrimeError as e:
+            raise CLIError(e.message) from None
+        args.autonomous = plan or True
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     if args.model:
         # Fail on an unknown model or a missing API key before any server or kernel starts.

@@ -11,6 +11,7 @@ from typing import Any
 from ..protocol.errors import NotFound
 from ..util.format import output_text
 from .common import dump_json, fmt_time, fmt_usage, offline_daemon
+from .longrun import describe
 from .remote import call, find_server
 
 
@@ -87,6 +88,8 @@ def render_session(record: dict[str, Any], events: list[dict[str, Any]]) -> str:
         lines.append(f"  error:   {record['error']}")
     if record.get("answer_repr") is not None:
         lines.append(f"  answer:  {record['answer_repr']}")
+    if record.get("goal"):
+        lines.append(f"  goal:    {record['goal']['text']} ({record['goal']['status']})")
     lines.append("")
     for e in events:
         kind, data = e["kind"], e["data"]
@@ -113,4 +116,6 @@ def render_session(record: dict[str, Any], events: list[dict[str, Any]]) -> str:
             )
         elif kind == "answer":
             lines.append(f"── answer: {data['repr']}")
+        elif (line := describe(kind, data)) is not None:
+            lines.append(f"── {line}")
     return "\n".join(lines)

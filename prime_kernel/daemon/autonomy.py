@@ -47,6 +47,8 @@ from .session import LiveSession
 
 MARKER = "PRIME_GATE "
 KEYS = ("gate", "gate_timeout", "max_continuations", "turns", "tokens", "seconds")
+# The keys whose default is a `c.Autonomy` trait.
+DEFAULTED = ("gate_timeout", "max_continuations", "turns", "tokens", "seconds")
 # Words a shell command may start with that are not programs to look up on PATH.
 _SHELL_WORDS = frozenset(
     {
@@ -99,32 +101,8 @@ class Autonomy(LoggingConfigurable):
 
     # -- options --------------------------------------------------------------------------------
     def parse(self, value: Any) -> dict[str, Any] | None:
-        """The `autonomous` option of a new session, checked and with defaults filled in."""
-        if value is None or value is False:
-            return None
-        if value is True:
-            value = {}
-        if not isinstance(value, dict):
-            raise InvalidRequest(
-                "autonomous must be true or a dict such as {'gate': 'pytest -q', "
-                f"'max_continuations': 3}}, not {type(value).__name__}"
-            )
-        unknown = sorted(set(value) - set(KEYS))
-        if unknown:
-            raise InvalidRequest(
-                f"unknown autonomous keys: {', '.join(map(str, unknown))} "
-                f"(known: {', '.join(KEYS)})"
-            )
-        return {
-            "gate": _gate(value.get("gate")),
-            "gate_timeout": _number(value, "gate_timeout", self.gate_timeout, 86400.0),
-            "max_continuations": int(
-                _number(value, "max_continuations", self.max_continuations, 1000, whole=True)
-            ),
-            "turns": int(_number(value, "turns", self.turns, 10_000, whole=True)),
-            "tokens": int(_number(value, "tokens", self.tokens, 1e12, whole=True)),
-            "seconds": _number(value, "seconds", self.seconds, 1e7),
-        }
+        """The `autonomous` option of a new session, checked, with this daemon's defaults."""
+        return parse(value, {k: getattr(self, k) for k in DEFAULTED})
 
     # -- running --------------------------------------------------------------------------------
     async def run(self, live: LiveSession, loop: Loop) -> None:
@@ -294,6 +272,38 @@ class Autonomy(LoggingConfigurable):
         shown["output"], _ = cap(str(result.get("output") or "")[-20_000:], 20_000)
         self.events.emit(live.record, EventKind.GATE, shown)
         return result
+
+
+def parse(value: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """An `autonomous` option checked and completed: None (not autonomous) or the plan, each
+    limit taken from `defaults` (default: the `c.Autonomy` traits' defaults) where not given."""
+    if defaults is None:
+        traits = Autonomy.class_traits()
+        defaults = {k: traits[k].default_value for k in DEFAULTED}
+    if value is None or value is False:
+        return None
+    if value is True:
+        value = {}
+    if not isinstance(value, dict):
+        raise InvalidRequest(
+            "autonomous must be true or a dict such as {'gate': 'pytest -q', "
+            f"'max_continuations': 3}}, not {type(value).__name__}"
+        )
+    unknown = sorted(set(value) - set(KEYS))
+    if unknown:
+        raise InvalidRequest(
+            f"unknown autonomous keys: {', '.join(map(str, unknown))} (known: {', '.join(KEYS)})"
+        )
+    return {
+        "gate": _gate(value.get("gate")),
+        "gate_timeout": _number(value, "gate_timeout", defaults["gate_timeout"], 86400.0),
+        "max_continuations": int(
+            _number(value, "max_continuations", defaults["max_continuations"], 1000, whole=True)
+        ),
+        "turns": int(_number(value, "turns", defaults["turns"], 10_000, whole=True)),
+        "tokens": int(_number(value, "tokens", defaults["tokens"], 1e12, whole=True)),
+        "seconds": _number(value, "seconds", defaults["seconds"], 1e7),
+    }
 
 
 def describe(gate: dict[str, Any] | None, *, long: bool = False) -> str:
