@@ -61,7 +61,7 @@ from .loop import AgentLoop, TurnLimitReached
 from .mailbox import Limits, Mailbox
 from .observation import render
 from .passivation import Passivation, Snapshots
-from .prompts import PYTHON_TOOL
+from .prompts import LONG_HORIZON, PYTHON_TOOL
 from .records import SessionRecord
 from .recovery import Recovery
 from .refining import Refiner
@@ -813,8 +813,10 @@ class Daemon(LoggingConfigurable):
         return self.router.supports_tools(model)
 
     def context_notes(self, live: LiveSession) -> str:
-        """Extra system-prompt text for a session (harness notes, memories, skills)."""
-        return self.harness.context(live.record.to_row())
+        """Extra system-prompt text for a session (harness notes, memories, skills, and how to
+        work long: goals, schedules, gc)."""
+        notes = self.harness.context(live.record.to_row())
+        return f"{notes}\n\n{LONG_HORIZON}" if notes else LONG_HORIZON
 
     async def before_turn(self, live: LiveSession) -> None:
         notes, live.notes = live.notes, []

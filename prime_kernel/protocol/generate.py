@@ -72,6 +72,8 @@ def _ts(schema: dict[str, Any], indent: str = "") -> str:
 def _interface(name: str, schema: dict[str, Any]) -> str:
     doc = schema.get("description")
     head = f"/** {doc} */\n" if doc else ""
+    if schema.get("type", "object") != "object":  # a union such as `boolean | {...}`
+        return f"{head}export type {name} = {_ts(schema)};\n"
     return f"{head}export interface {name} {_ts(schema)}\n"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.conftest import fetch_error
+from tests.conftest import events, fetch_error, start_session, wait_for
 
 # Everything recv() returns in 4 s.
 COLLECT = """
@@ -107,3 +107,41 @@ async def test_bad_schedules_are_refused_where_they_are_made(daemon, user_kernel
         (await jp_fetch("api", "prime", "schedules", params={"session": other_id})).body
     )
     assert [s["state"] for s in listed["schedules"]] == ["cancelled"]
+
+
+async def test_ticks_respect_budgets_and_end_with_their_owner(daemon, jp_fetch, script):
+    # An agent with one model call in its budget schedules a heartbeat to itself and answers:
+    # it waits IDLE for the heartbeat; the first tick finds the budget spent, so its schedule
+    # ends, and with nothing left to wait for the agent ends DONE.
+    code = "h = schedule.every(1, 'beat')\nanswer('scheduled')"
+    model = script([{"code": code}])
+    sid = await start_session(jp_fetch, "beat", model=model, budget={"turns": 1})
+    record = daemon.registry.get(sid)
+    await wait_for(lambda: record.state.value == "DONE", timeout=120)
+    (own,) = daemon.schedules.listing(session_id=sid)
+    assert (own["owner"], own["state"], own["ticks"]) == (sid, "ended", 0)
+    assert own["reason"].startswith("budget exceeded: 1 of 1 model calls spent")
+    states = [e["data"]["state"] for e in await events(daemon, sid, "state")]
+    assert states[-2:] == ["IDLE", "DONE"]
+    assert await daemon.store.unread(sid, "model") == []
+
+    # A person's schedule to such an agent: its ticks are skipped (the budget), and when the
+    # agent is cancelled the schedule stays — a person's is never ended by the daemon.
+    other = await start_session(
+        jp_fetch,
+        "idle",
+        model=script([{"code": "answer(1)"}]),
+        budget={"turns": 1},
+        persistent=True,
+    )
+    await wait_for(lambda: daemon.registry.get(other).state.value == "IDLE", timeout=120)
+    body = json.dumps({"session_id": other, "every": 1, "message": "yours"})
+    made = json.loads((await jp_fetch("api", "prime", "schedules", method="POST", body=body)).body)
+    person = daemon.schedules.get(made["id"])
+    await wait_for(lambda: person.skipped >= 1, timeout=30)
+    assert person.reason is not None and "budget exceeded" in person.reason
+    await jp_fetch("api", "prime", "sessions", other, method="DELETE")
+    await wait_for(lambda: person.reason is not None and "has ended" in person.reason, 30)
+    assert (person.state, person.ticks) == ("active", 0)
+    skipped = [e["data"] for e in await events(daemon, other, "schedule")]
+    assert [e["event"] for e in skipped] == ["created", "skipped", "skipped"]
