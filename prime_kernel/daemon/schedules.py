@@ -37,6 +37,7 @@ from traitlets import Float, Int
 from traitlets.config import LoggingConfigurable
 
 from ..protocol.errors import (
+    BudgetExceeded,
     Forbidden,
     InvalidRequest,
     LimitExceeded,
@@ -189,6 +190,8 @@ class Schedules(LoggingConfigurable):
         self._items: dict[str, Schedule] = {}
         # Claimed ticks whose message a previous daemon may not have stored (see start()).
         self._undelivered: set[str] = set()
+        # Why each schedule's last tick was skipped (an error code), while ticks are skipped.
+        self._skipping: dict[str, str] = {}
         self._changed = asyncio.Event()
         self._task: asyncio.Task[Any] | None = None
 
@@ -255,10 +258,10 @@ class Schedules(LoggingConfigurable):
         try:
             target = await self._deliverable(s)
         except MailboxFull as e:  # passes once the target reads its mail
-            self._skip(s, nxt, missed, e.message, ending, lasting=False)
+            self._skip(s, nxt, missed, e, ending, lasting=False)
             return
         except PrimeError as e:  # the target is gone or its budget is spent: it stays so
-            self._skip(s, nxt, missed, e.message, ending, lasting=True)
+            self._skip(s, nxt, missed, e, ending, lasting=True)
             return
         if not s.active or s.next_ts is None or s.next_ts > time.time():
             return  # cancelled (or changed) while the checks awaited
@@ -270,6 +273,7 @@ class Schedules(LoggingConfigurable):
                 f"({s.describe()}) fell due while the server was down or busy; this one "
                 "stands for all of them.]"
             )
+        self._skipping.pop(s.id, None)
         message_id = f"m{s.id}t{number}"
         pending = {"message_id": message_id, "text": text, "missed": missed}
         # The claim, then the delivery: the store applies them in this order.
@@ -296,7 +300,7 @@ class Schedules(LoggingConfigurable):
         if record.is_agent:
             spent = budget_rules.first_exhausted(self.accounting, record.id)
             if spent is not None:
-                raise PrimeError(budget_rules.message(record.id, spent))
+                raise BudgetExceeded(budget_rules.message(record.id, spent))
         await self.mailbox.check_room(target)
         return self.mailbox.open_target(record)  # still open after the wait
 
@@ -305,13 +309,15 @@ class Schedules(LoggingConfigurable):
         s: Schedule,
         nxt: float | None,
         missed: int,
-        why: str,
+        error: PrimeError,
         ending: dict[str, Any],
         *,
         lasting: bool,
     ) -> None:
-        reason = f"tick skipped: {why}"
-        first = s.reason != reason
+        why, reason = error.message, f"tick skipped: {error.message}"
+        # One event per cause, not one per tick (a spent budget's numbers change every tick).
+        first = self._skipping.get(s.id) != error.code
+        self._skipping[s.id] = error.code
         if lasting and s.owner != USER:
             # A session's schedule whose ticks can never be delivered has nothing left to do.
             s.update(skipped=s.skipped + 1 + missed, next_ts=None, state="ended", reason=why)
