@@ -62,7 +62,7 @@ export const STATE_DESCRIPTIONS: Readonly<Record<SessionState, string>> = {
 
 export type SessionKind = "agent" | "notebook";
 
-export type EventKind = "task" | "state" | "model_call" | "assistant" | "cell" | "observation" | "answer" | "child" | "mail_in" | "mail_out" | "compaction" | "snapshot" | "restore" | "resume" | "kernel" | "refinement" | "error";
+export type EventKind = "task" | "state" | "model_call" | "assistant" | "cell" | "observation" | "answer" | "child" | "mail_in" | "mail_out" | "compaction" | "snapshot" | "restore" | "resume" | "kernel" | "refinement" | "goal" | "continuation" | "gate" | "schedule" | "gc" | "error";
 
 export const EVENT_KINDS: readonly EventKind[] = [
   "task",
@@ -81,6 +81,11 @@ export const EVENT_KINDS: readonly EventKind[] = [
   "resume",
   "kernel",
   "refinement",
+  "goal",
+  "continuation",
+  "gate",
+  "schedule",
+  "gc",
   "error"
 ];
 
@@ -101,6 +106,11 @@ export const EVENT_TITLES: Readonly<Record<EventKind, string>> = {
   "resume": "Resumed",
   "kernel": "Kernel",
   "refinement": "Refinement",
+  "goal": "Goal",
+  "continuation": "Continuation",
+  "gate": "Gate",
+  "schedule": "Schedule",
+  "gc": "Memory",
   "error": "Error"
 };
 
@@ -172,6 +182,8 @@ export interface EventDataMap {
     sender: string;
     message: string;
     message_id: string;
+    schedule_id?: string;
+    missed?: number;
   };
   /** The session sent a message. */
   mail_out: {
@@ -222,6 +234,63 @@ export interface EventDataMap {
   refinement: {
     refinement_id: string;
     status: string;
+  };
+  /** The session's goal was set, marked done or cleared, or progress on it was noted; `by` is the session that did it or "user". */
+  goal: {
+    event: "set" | "progress" | "done" | "cleared";
+    text?: string;
+    summary?: string;
+    note?: string;
+    by: string;
+  };
+  /** An autonomous session started a continuation (1 is the first): its limits, and why the one before ended. */
+  continuation: {
+    continuation: number;
+    of: number;
+    reason?: string;
+    limits?: {
+      turns?: number;
+      tokens?: number;
+      seconds?: number;
+    };
+    gate?: string | null;
+  };
+  /** The termination test of an autonomous session ran after a continuation: a shell command (exit 0 passes), a Python expression (true passes), or none (an answer passes). */
+  gate: {
+    continuation: number;
+    passed: boolean;
+    kind: "shell" | "python" | "answer";
+    command?: string;
+    ended?: string;
+    exit_code?: number | null;
+    output?: string;
+    duration?: number;
+    timed_out?: boolean;
+    error?: string | null;
+  };
+  /** A schedule delivering messages to this session (or owned by it) was created, cancelled or ended, or a tick of it was skipped (`reason`). */
+  schedule: {
+    event: "created" | "cancelled" | "ended" | "skipped";
+    schedule_id: string;
+    kind?: "every" | "at" | "cron";
+    spec?: string;
+    message?: string;
+    owner?: string;
+    target_id?: string;
+    reason?: string;
+    next?: number | null;
+  };
+  /** REPL variables were dropped, or spilled to disk (they reload on first use): by gc() in the REPL, or automatically at a compaction or before passivation. */
+  gc: {
+    reason: "requested" | "compaction" | "passivation";
+    dropped?: Array<string>;
+    spilled?: Array<{
+      name: string;
+      size: number;
+      type?: string;
+      blob_id?: string;
+    }>;
+    failed?: Record<string, string>;
   };
   /** Something went wrong that is not a cell's own error. */
   error: {
@@ -318,8 +387,10 @@ export interface Session {
   answer_repr?: string | null;
   context_type?: string | null;
   budget?: Record<string, unknown> | null;
-  /** max_turns, persistent, spec, instructions, kernel_restarts */
+  /** max_turns, persistent, spec, instructions, kernel_restarts; autonomous (gate and limits) and autonomy (continuation, phase, turns) for an autonomous session */
   options: Record<string, unknown>;
+  /** What a session works towards: in its model's context on every turn, kept through compactions and restarts (`goal.set/get/done/clear` in a REPL, /api/prime/sessions/{id}/goal). */
+  goal?: Goal;
   has_answer: boolean;
   /** Whether its kernel is up (a person can attach a console). */
   kernel_alive: boolean;
@@ -346,7 +417,7 @@ export type TrajectoryEvent<K extends EventKind = EventKind> = {
 /** Pushed on jupyter_server's event bus for every trajectory event. */
 export interface SessionNotification {
   session_id: string;
-  kind: "task" | "state" | "model_call" | "assistant" | "cell" | "observation" | "answer" | "child" | "mail_in" | "mail_out" | "compaction" | "snapshot" | "restore" | "resume" | "kernel" | "refinement" | "error";
+  kind: "task" | "state" | "model_call" | "assistant" | "cell" | "observation" | "answer" | "child" | "mail_in" | "mail_out" | "compaction" | "snapshot" | "restore" | "resume" | "kernel" | "refinement" | "goal" | "continuation" | "gate" | "schedule" | "gc" | "error";
   state: "ADMITTED" | "RUNNING" | "IDLE" | "INACTIVE" | "DONE" | "FAILED" | "CANCELLED";
   seq: number;
   root_id?: string;
@@ -380,11 +451,79 @@ export interface ExportResult {
   files: Array<string>;
 }
 
+/** What a session works towards: in its model's context on every turn, kept through compactions and restarts (`goal.set/get/done/clear` in a REPL, /api/prime/sessions/{id}/goal). */
+export interface Goal {
+  text: string;
+  status: "active" | "done";
+  /** The session that set it, or "user". */
+  set_by: string;
+  set_at: number;
+  updated: number;
+  /** What `goal.done(summary)` said. */
+  summary?: string;
+  /** The latest progress notes, oldest first. */
+  progress?: Array<{
+    note: string;
+    ts: number;
+    by: string;
+  }>;
+}
+
+/** A timer or cron that delivers `message` to a session (as a message from "schedule"); each tick is claimed in the store before it is delivered. */
+export interface Schedule {
+  id: string;
+  /** The session that made it (it ends with that session), or "user". */
+  owner: string;
+  /** The session its ticks go to. */
+  target_id: string;
+  kind: "every" | "at" | "cron";
+  /** every: seconds; at: an ISO time; cron: the 5-field expression. */
+  spec: string;
+  message: string;
+  created: number;
+  /** When it ticks next (null: never). */
+  next: number | null;
+  last?: number | null;
+  /** Ticks delivered. */
+  ticks: number;
+  /** Ticks that fell due while the server was down (or busy) and were coalesced into the next one delivered. */
+  missed: number;
+  /** Ticks not delivered (target ended, budget spent, mailbox full). */
+  skipped: number;
+  state: "active" | "done" | "cancelled" | "ended";
+  /** Why it ended, or why its last tick was skipped. */
+  reason?: string | null;
+}
+
+/** GET /api/prime/schedules: schedules, newest first (?session=ID: those owned by or ticking to that session; ?state=active). */
+export interface ScheduleList {
+  schedules: Array<Schedule>;
+}
+
 /** POST /api/prime/kernel/answer: answer(value) — the value was uploaded as a blob. */
 export interface Answer {
   repr: string;
   blob_id: string;
 }
+
+/** Keep working until a termination test (the gate) passes or the continuations run out: true for the defaults (no gate: an answer passes), or the gate and the limits of each continuation. */
+export type Autonomous = boolean | {
+  /** A shell command run in the session's working folder (exit 0 passes): a string or {"shell": cmd}; or {"python": expr}, evaluated in the agent's REPL (true passes). */
+  gate?: string | {
+    shell?: string;
+    python?: string;
+  };
+  /** Seconds the gate may run (default c.Autonomy.gate_timeout). */
+  gate_timeout?: number;
+  /** Continuations before the session fails (default 3). */
+  max_continuations?: number;
+  /** Model turns per continuation (default 12). */
+  turns?: number;
+  /** Tokens (the subtree's) per continuation (default 80000). */
+  tokens?: number;
+  /** Wall-clock seconds per continuation (default 1800). */
+  seconds?: number;
+};
 
 /** Limits on what the session and its descendants may spend. */
 export interface Budget {
@@ -423,11 +562,26 @@ export interface CreateChild {
   context_blob?: string;
   /** The context's Python type, shown to the child. */
   context_type?: string;
+  autonomous?: Autonomous;
 }
 
 /** POST /api/prime/kernel/sessions/batch: rlm.map() starts many children at once (all or none). */
 export interface CreateChildren {
   sessions: Array<CreateChild>;
+}
+
+/** POST /api/prime/schedules: a person's schedule (its owner is "user"); exactly one of every, at, cron. */
+export interface CreateSchedule {
+  /** The session its ticks go to. */
+  session_id: string;
+  /** Repeat: seconds, or a duration such as "10m", "1h30m", "90s". */
+  every?: number | string;
+  /** Once: an ISO time (local if it has no offset), "in 30m", or seconds since the epoch. */
+  at?: number | string;
+  /** A 5-field cron expression (minute hour day-of-month month day-of-week) in the server's local time. */
+  cron?: string;
+  /** What each tick delivers (from "schedule"). */
+  message: string;
 }
 
 /** POST /api/prime/sessions: start a root agent session. */
@@ -447,6 +601,7 @@ export interface CreateSession {
   spec?: string;
   /** Any JSON value: the variable `context` in the agent's REPL (passed by file, never through the prompt). */
   context?: unknown;
+  autonomous?: Autonomous;
 }
 
 /** POST /api/prime/sessions/{id}/export: write the trajectory as a notebook under the server root. */
@@ -455,6 +610,29 @@ export interface ExportRequest {
   subtree?: boolean;
   force?: boolean;
   with_context?: boolean;
+}
+
+/** POST /api/prime/kernel/gc: what gc() in a REPL dropped and spilled (recorded as a gc event). */
+export interface GcReport {
+  dropped: Array<string>;
+  spilled: Array<{
+    name: string;
+    blob_id: string;
+    size: number;
+    type?: string;
+  }>;
+}
+
+/** PUT /api/prime/sessions/{id}/goal (and /api/prime/kernel/goal): set a new goal (`text`), note progress on it (`progress`), or mark it done (`status: "done"` with a `summary`). */
+export interface GoalChange {
+  /** The new goal (replaces any other). */
+  text?: string;
+  /** A note on the progress made. */
+  progress?: string;
+  /** Mark the goal done. */
+  status?: "done";
+  /** With status done: what was achieved. */
+  summary?: string;
 }
 
 /** POST /api/prime/kernel/export: export() / h.export() from a kernel. */
@@ -470,6 +648,20 @@ export interface KernelExportRequest {
 /** POST /api/prime/kernel/messages: send() from a kernel; the daemon stamps the sender. */
 export interface KernelMessage {
   to: string;
+  message: string;
+}
+
+/** POST /api/prime/kernel/schedules: schedule.every/at/cron() in a REPL (its owner is the calling session); exactly one of every, at, cron. */
+export interface KernelSchedule {
+  /** A session within the caller's reach (default: the caller). */
+  to?: string;
+  /** Repeat: seconds, or a duration such as "10m", "1h30m", "90s". */
+  every?: number | string;
+  /** Once: an ISO time (local if it has no offset), "in 30m", or seconds since the epoch. */
+  at?: number | string;
+  /** A 5-field cron expression (minute hour day-of-month month day-of-week) in the server's local time. */
+  cron?: string;
+  /** What each tick delivers (from "schedule"). */
   message: string;
 }
 

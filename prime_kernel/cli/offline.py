@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ..daemon.accounting import Accounting
-from ..daemon.records import SessionRecord
+from ..daemon.records import SessionRecord, session_json
 from ..daemon.registry import SessionRegistry
+from ..daemon.schedules import Schedule, listing
 from ..daemon.store import SqliteStore
 from ..protocol.errors import NotFound
-
-# Longest prompt a list shows (the daemon's `brief` records).
-BRIEF_PROMPT_CHARS = 500
 
 
 def _read_only(session_id: str, fields: dict[str, Any]) -> None:
@@ -58,16 +56,26 @@ class StoreReader:
     def _to_json(
         self, record: SessionRecord, subtree: dict[str, float], *, brief: bool = False
     ) -> dict[str, Any]:
-        out = record.to_row()
-        for private in ("answer_blob", "context_blob", "usage"):
-            out.pop(private)
-        if brief and len(record.prompt) > BRIEF_PROMPT_CHARS:
-            out["prompt"] = record.prompt[:BRIEF_PROMPT_CHARS] + "…"
-        out["has_answer"] = bool(record.answer_blob or record.answer_repr is not None)
-        out["kernel_alive"] = False
-        out["usage"] = {"own": self.accounting.own(record), "subtree": subtree}
-        out["children"] = [c.id for c in self.registry.children(record.id)]
-        return out
+        # No kernel runs without a daemon.
+        return session_json(
+            record,
+            own=self.accounting.own(record),
+            subtree=subtree,
+            children=[c.id for c in self.registry.children(record.id)],
+            kernel_alive=False,
+            brief=brief,
+        )
+
+    def goal(self, session_id: str) -> dict[str, Any] | None:
+        return self.registry.get(session_id).goal
+
+    def schedules(
+        self, *, session_id: str | None = None, state: str | None = None
+    ) -> list[dict[str, Any]]:
+        rows = self.store.load_schedules()
+        for row in rows:
+            row.pop("delivered", None)
+        return listing([Schedule(**row) for row in rows], session_id=session_id, state=state)
 
     def descendant_ids(self, session_id: str) -> list[str]:
         return [r.id for r in self.registry.descendants(session_id)]

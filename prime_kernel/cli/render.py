@@ -122,6 +122,43 @@ def _refinement(d: dict[str, Any], limit: int) -> list[str]:
     return [f"harness refined: refinement {d.get('refinement_id')} ({d.get('status')})"]
 
 
+def _goal(d: dict[str, Any], limit: int) -> list[str]:
+    what = {"set": "goal set", "progress": "goal progress", "done": "goal done"}.get(
+        d.get("event", ""), "goal cleared"
+    )
+    text = d.get("note") or d.get("text") or ""
+    if d.get("summary"):
+        text += f" — {d['summary']}"
+    return [f"{what} ({d.get('by')}): {clip(text, limit)}"]
+
+
+def _continuation(d: dict[str, Any], limit: int) -> list[str]:
+    why = f" (the previous one ended: {d['reason']})" if d.get("reason") else ""
+    return [f"continuation {d.get('continuation')} of {d.get('of')}{why}"]
+
+
+def _gate(d: dict[str, Any], limit: int) -> list[str]:
+    verdict = "passed" if d.get("passed") else "failed"
+    what = d.get("command") or "an answer"
+    code = d.get("exit_code")
+    detail = f"exit status {code}" if code is not None else d.get("error") or ""
+    tail = (d.get("output") or "").strip().splitlines()[-1:] or [""]
+    return [f"gate {verdict}: {what} ({detail}) {tail[0][:200]}".rstrip()]
+
+
+def _schedule(d: dict[str, Any], limit: int) -> list[str]:
+    reason = f": {d['reason']}" if d.get("reason") else ""
+    return [f"schedule {d.get('schedule_id')} {d.get('event')}{reason}"]
+
+
+def _gc(d: dict[str, Any], limit: int) -> list[str]:
+    names = [str(s.get("name")) for s in d.get("spilled") or []]
+    parts = [f"spilled {', '.join(names)}"] if names else []
+    if d.get("dropped"):
+        parts.append(f"dropped {', '.join(d['dropped'])}")
+    return [f"memory ({d.get('reason')}): {'; '.join(parts) or 'nothing'}"]
+
+
 def _error(d: dict[str, Any], limit: int) -> list[str]:
     return [f"error: {clip(str(d.get('message', '')), limit)}"]
 
@@ -143,6 +180,11 @@ RENDERERS: dict[EventKind, Renderer] = {
     EventKind.RESUME: _resume,
     EventKind.KERNEL: _kernel,
     EventKind.REFINEMENT: _refinement,
+    EventKind.GOAL: _goal,
+    EventKind.CONTINUATION: _continuation,
+    EventKind.GATE: _gate,
+    EventKind.SCHEDULE: _schedule,
+    EventKind.GC: _gc,
     EventKind.ERROR: _error,
 }
 

@@ -72,6 +72,24 @@ def add_commands(sub: Any) -> None:
             metavar="N",
             help=f"stop the agent (and its sub-agents) after {what} in all",
         )
+    p.add_argument(
+        "--autonomous",
+        action="store_true",
+        help="keep the agent going in continuations until its gate passes (or, without "
+        "--gate, until it answers)",
+    )
+    p.add_argument(
+        "--gate",
+        metavar="CMD",
+        help="with --autonomous: a shell command run in the root after each continuation; "
+        "exit status 0 ends the run",
+    )
+    p.add_argument(
+        "--continuations",
+        type=int,
+        metavar="N",
+        help="with --autonomous: continuations before it gives up (default 3)",
+    )
     _output_options(p)
     p.add_argument(
         "--config",
@@ -93,6 +111,28 @@ def add_commands(sub: Any) -> None:
 def _output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print a machine-readable result")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, only the answer")
+
+
+def _autonomy(args: argparse.Namespace) -> dict[str, Any] | bool | None:
+    """The `autonomous` of the request, checked before any server starts (a gate command
+    that does not exist, say)."""
+    if (args.gate is not None or args.continuations is not None) and not args.autonomous:
+        raise CLIError("--gate and --continuations go with --autonomous")
+    if not args.autonomous:
+        return None
+    from ..daemon.autonomy import parse
+    from ..protocol.errors import PrimeError
+
+    plan: dict[str, Any] = {}
+    if args.gate is not None:
+        plan["gate"] = args.gate
+    if args.continuations is not None:
+        plan["max_continuations"] = args.continuations
+    try:
+        parse(plan)
+    except PrimeError as e:
+        raise CLIError(e.message) from None
+    return plan or True
 
 
 @dataclass
@@ -120,6 +160,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         body["budget"] = budget
     if args.context is not None:
         body["context"] = inputs.load_context(args.context, args.context_format)
+    autonomous = _autonomy(args)
+    if autonomous is not None:
+        body["autonomous"] = autonomous
     job = Job(body=body, server_argv=inputs.config_argv(args.config))
     info = find_server(str(root))
     if info is not None:

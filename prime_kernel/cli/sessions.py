@@ -107,6 +107,8 @@ def render_session(record: dict[str, Any], events: list[dict[str, Any]]) -> str:
         lines.append(f"  error:   {record['error']}")
     if record.get("answer_repr") is not None:
         lines.append(f"  answer:  {record['answer_repr']}")
+    if record.get("goal"):
+        lines.append(f"  goal:    {record['goal']['text']} ({record['goal']['status']})")
     lines.append("")
     for event in events:
         if event["kind"] == "task":  # the header says it

@@ -8,6 +8,8 @@ the collaborators and hands each the narrow pieces it needs:
 - `Lifecycle` (lifecycle.py): every state change and its effects;
 - `Accounting` (accounting.py): usage and budgets;
 - `Scheduler`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Recovery`;
+- long-horizon control: `Goals`, `Schedules` (heartbeats), `Autonomy` (gates and
+  continuations), `Collector` (spilling REPL values);
 - the agent loop (loop.py), which sees the daemon only as a `LoopHost`.
 
 Plain asyncio + jupyter_client: it never imports tornado. Everything a kernel asks for arrives
@@ -50,19 +52,23 @@ from ..util.files import new_id
 from ..util.redact import Scrubber, daemon_secrets
 from . import usage as usage_mod
 from .accounting import Accounting
+from .autonomy import Autonomy
+from .collector import Collector
 from .compaction import compact_if_needed
 from .events import EventLog, Listener
+from .goals import Goals
 from .kernels import CellResult, KernelPool, KernelRunner
 from .lifecycle import Lifecycle
 from .loop import AgentLoop, TurnLimitReached
 from .mailbox import Limits, Mailbox
 from .observation import render
 from .passivation import Passivation, Snapshots
-from .records import SessionRecord
+from .records import SessionRecord, session_json
 from .recovery import Recovery
 from .refining import Refiner
 from .registry import SessionRegistry
 from .scheduler import Scheduler
+from .schedules import Schedules
 from .session import Conversation, LiveSession
 from .store import SqliteStore, Store
 from .tokens import TokenRegistry
@@ -247,16 +253,48 @@ class Daemon(LoggingConfigurable):
         self.accounting = Accounting(self.registry)
         self.lifecycle = Lifecycle(self.registry, self.event_log, self.accounting)
         self.scheduler = Scheduler(self.max_concurrent)
-        self.snapshots = Snapshots(self.store, self.event_log, lambda: self.cell_timeout)
+        self.collector = Collector(
+            store=self.store,
+            events=self.event_log,
+            run_silent=self.run_silent,
+            timeout=lambda: self.cell_timeout,
+            parent=self,
+        )
+        self.snapshots = Snapshots(
+            self.store,
+            self.event_log,
+            lambda: self.cell_timeout,
+            cap=lambda: self.collector.snapshot_cap,
+        )
         self.passivation = Passivation(
             self.lifecycle,
             self.snapshots,
             self.release_kernel,
             lambda: self.idle_timeout,
             self.spawn,
+            before_save=lambda live: self.collector.auto_spill(live, "passivation"),
         )
         self.mailbox = Mailbox(
             self.registry, self.store, self.event_log, self.scheduler, Limits(self), self.wake
+        )
+        self.goals = Goals(self.registry, self.event_log, parent=self)
+        self.autonomy = Autonomy(
+            accounting=self.accounting,
+            events=self.event_log,
+            run_silent=self.run_silent,
+            record_answer=self.record_answer,
+            workdir=lambda: str(Path(self.root_dir).resolve()),
+            parent=self,
+        )
+        self.schedules = Schedules(
+            store=self.store,
+            registry=self.registry,
+            mailbox=self.mailbox,
+            events=self.event_log,
+            accounting=self.accounting,
+            spawn=self.spawn,
+            released=self._released,
+            parent=self,
         )
         self.harness: Harness = self.harness_class(
             parent=self, project_dir=str(Path(self.store_dir) / "harness")
@@ -282,6 +320,7 @@ class Daemon(LoggingConfigurable):
         lc.on(SessionState.IDLE, self._wake_if_mail)
         lc.on(frozenset({SessionState.RUNNING, *TERMINAL}), self.passivation.cancel_timer)
         lc.on(TERMINAL, self._ended)
+        lc.on(TERMINAL, self.schedules.session_ended)
         lc.on(SessionState.FAILED, self.refiner.session_failed)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -300,6 +339,7 @@ class Daemon(LoggingConfigurable):
             return
         self.store.open()
         self.registry.load(self.store.load_sessions(), self.store.update_session)
+        self.schedules.load()
         self._opened = True
         self.recovery.adopt()
 
@@ -324,6 +364,7 @@ class Daemon(LoggingConfigurable):
         self.pool.fill()  # kernels start while litellm is imported (seconds, in a thread)
         await self.router.ready()
         self.recovery.resume()
+        self.schedules.start()  # after resume(): ticks go to the sessions it took back
         self._started.set()
 
     async def stop(self) -> None:
@@ -398,6 +439,7 @@ class Daemon(LoggingConfigurable):
         max_turns: int | None = None,
         persistent: bool = False,
         spec: str | None = None,
+        autonomous: Any = None,
     ) -> dict[str, Any]:
         """Admit a new agent session and start running it; returns its record at once."""
         await self.router.ready()  # validating a hosted model needs litellm: never on the loop
@@ -413,6 +455,7 @@ class Daemon(LoggingConfigurable):
             max_turns=max_turns,
             persistent=persistent,
             spec=spec,
+            autonomous=autonomous,
         )
         if parent is not None:
             self._check_children(parent, 1)
@@ -460,6 +503,7 @@ class Daemon(LoggingConfigurable):
         max_turns: int | None = None,
         persistent: bool = False,
         spec: str | None = None,
+        autonomous: Any = None,
     ) -> SessionRecord:
         """Check a request and build its record (nothing is stored yet)."""
         if not isinstance(prompt, str) or not prompt.strip():
@@ -508,6 +552,9 @@ class Daemon(LoggingConfigurable):
         }
         if spec_entry is not None:
             options.update(spec=spec_entry.id, instructions=spec_entry.content)
+        plan = self.autonomy.parse(autonomous)
+        if plan is not None:
+            options["autonomous"] = plan
         return SessionRecord(
             id=session_id,
             name=name or _short(prompt),
@@ -623,8 +670,12 @@ class Daemon(LoggingConfigurable):
                     live.restore_reason = None
             self.lifecycle.change(live.record, SessionState.RUNNING)
             loop = self.loop_class(self, live)
-            await loop.run(live.record.options.get("max_turns"))
-            if live.record.options.get("persistent"):
+            if live.record.options.get("autonomous"):
+                await self.autonomy.run(live, loop)
+            else:
+                await loop.run(live.record.options.get("max_turns"))
+            # A session a schedule still ticks to waits for its heartbeat, as a persistent one.
+            if live.record.options.get("persistent") or self.schedules.keeps_alive(live.id):
                 self.lifecycle.change(live.record, SessionState.IDLE)
             elif live.answered:
                 self.lifecycle.change(live.record, SessionState.DONE)
@@ -688,18 +739,22 @@ class Daemon(LoggingConfigurable):
         if not keep:
             self.spawn(self.release_kernel(live), f"release-{record.id}")
             return
-        self._kept[record.id] = self.spawn(
-            self.release_kernel(live, self.keep_root_kernel), f"keep-{record.id}"
-        )
+        live.last_active = time.monotonic()
+        self._kept[record.id] = self.spawn(self._keep(live), f"keep-{record.id}")
         while len(self._kept) > self.max_kept_kernels:
             _evicted, task = self._kept.popitem(last=False)
             task.cancel()  # its wait ends at once and the kernel is released
 
-    async def release_kernel(self, live: LiveSession, delay: float = 0.0) -> None:
-        if delay:
-            # Cancelled: evicted from the kept kernels (or the daemon stops): release now.
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.sleep(delay)
+    async def _keep(self, live: LiveSession) -> None:
+        """Keep an ended root's kernel for co-working until it has been unused for
+        `keep_root_kernel` seconds (a person's cell in it counts as use)."""
+        # Cancelled: evicted from the kept kernels (or the daemon stops): release now.
+        with contextlib.suppress(asyncio.CancelledError):
+            while (left := live.last_active + self.keep_root_kernel - time.monotonic()) > 0:
+                await asyncio.sleep(left)
+        await self.release_kernel(live)
+
+    async def release_kernel(self, live: LiveSession) -> None:
         self._kept.pop(live.id, None)
         runner, live.runner = live.runner, None
         if live.state.terminal:
@@ -759,6 +814,23 @@ class Daemon(LoggingConfigurable):
             live.record.update(answer_repr=None, answer_blob=None)
         self.start_run(live)
 
+    def _released(self, session_id: str) -> None:
+        """No schedule ticks to the session any more: one that waited IDLE (or INACTIVE) only
+        for its heartbeats ends now, as it would have when it answered."""
+        live = self.live.get(session_id)
+        if (
+            live is None
+            or not live.record.is_agent
+            or live.record.options.get("persistent")
+            or live.state not in (SessionState.IDLE, SessionState.INACTIVE)
+            or (live.task is not None and not live.task.done())
+        ):
+            return
+        if live.record.answer_repr is not None or live.record.answer_blob:
+            self.lifecycle.change(live.record, SessionState.DONE, reason="its schedules ended")
+        else:
+            self._fail(live, "ended without an answer")
+
     def _wake_if_mail(self, record: SessionRecord, live: LiveSession | None, _: Any) -> None:
         """Mail that came in after the last turn took its news: wake again, once the run that
         is now settling has finished."""
@@ -777,7 +849,7 @@ class Daemon(LoggingConfigurable):
         return self.router.supports_tools(model)
 
     def context_notes(self, live: LiveSession) -> str:
-        """Extra system-prompt text for a session (harness notes, memories, skills)."""
+        """Extra system-prompt text for a session: harness notes, memories, skills."""
         return self.harness.context(live.record.to_row())
 
     async def before_turn(self, live: LiveSession) -> None:
@@ -785,7 +857,11 @@ class Daemon(LoggingConfigurable):
         for note in [*notes, *await self.mailbox.for_model(live)]:
             live.conversation.append({"role": "user", "content": note})
         self.check_limits(live)
-        await self._compact(live)
+        self.autonomy.before_turn(live)
+        if await self._compact(live) and await self.collector.auto_spill(live, "compaction"):
+            notes, live.notes = live.notes, []  # the model is told at once
+            for note in notes:
+                live.conversation.append({"role": "user", "content": note})
 
     def check_limits(self, live: LiveSession) -> None:
         """Called before every model call; raises to stop the session."""
@@ -793,7 +869,8 @@ class Daemon(LoggingConfigurable):
             raise asyncio.CancelledError()
         self.accounting.check(live.record)
 
-    async def _compact(self, live: LiveSession) -> None:
+    async def _compact(self, live: LiveSession) -> bool:
+        """Compact the session's conversation if it is due; whether it was."""
         requested, live.compact_requested = live.compact_requested, False
         result = await compact_if_needed(
             self.router,
@@ -805,12 +882,13 @@ class Daemon(LoggingConfigurable):
             **self.model_kwargs,
         )
         if result is None:
-            return
+            return False
         compacted, data = result
         if compacted.completion is not None:
             self._account(live, compacted.completion, purpose="compaction")
         live.conversation.replace(compacted.messages)
         self.emit(live, EventKind.COMPACTION, data)
+        return True
 
     def request_compaction(self, live: LiveSession) -> dict[str, Any]:
         """`compact()` from a REPL: compact this session before its next model call."""
@@ -824,7 +902,7 @@ class Daemon(LoggingConfigurable):
     ) -> Completion:
         completion = await self.router.complete(
             live.record.model or "",
-            messages,
+            self.goals.decorate(live.record, messages),
             tools=[PYTHON_TOOL] if tools else None,
             **{**self.model_kwargs, **kwargs},
         )
@@ -884,6 +962,19 @@ class Daemon(LoggingConfigurable):
             await self.snapshots.save(live, "turn")
         return result
 
+    async def run_silent(self, live: LiveSession, code: str, timeout: float) -> CellResult:
+        """A cell of the daemon's own (a gate, a spill) in the session's kernel: not recorded
+        as a cell; a kernel it kills is replaced as for an agent's cell."""
+        runner = live.runner
+        if runner is None:
+            raise PrimeError("the session has no kernel")
+        result = await runner.execute(
+            code, silent=True, timeout=timeout, interrupt_grace=self.interrupt_grace
+        )
+        if result.status in ("died", "killed"):
+            await self._replace_kernel(live, result)
+        return result
+
     async def _replace_kernel(self, live: LiveSession, result: CellResult) -> None:
         """The kernel died or would not stop: restart it and restore the REPL, or fail."""
         runner = live.runner
@@ -933,6 +1024,9 @@ class Daemon(LoggingConfigurable):
         cell.outputs = redactor.value(cell.outputs)
 
     def _on_user_cell(self, live: LiveSession, cell: CellResult) -> None:
+        # A person working in the REPL keeps it in use: idle and keep timers start again.
+        live.last_active = time.monotonic()
+        self.passivation.touch(live.record, live)
         self._scrub(cell)
         self.emit(live, EventKind.CELL, cell.to_json("user"))
         text = render(cell.outputs, status=cell.status, limit=self.observation_chars, timeout=0)
@@ -1096,18 +1190,15 @@ class Daemon(LoggingConfigurable):
         *,
         brief: bool = False,
     ) -> dict[str, Any]:
-        out = record.to_row()
-        for private in ("answer_blob", "context_blob", "usage"):
-            out.pop(private)
-        if brief and len(record.prompt) > 500:
-            out["prompt"] = record.prompt[:500] + "…"
-        out["has_answer"] = bool(record.answer_blob or record.answer_repr is not None)
-        # Whether the session's kernel is still up (a person can attach a console to it).
         live = self.live.get(record.id)
-        out["kernel_alive"] = bool(live and live.runner is not None)
-        out["usage"] = {"own": self.accounting.own(record), "subtree": subtree}
-        out["children"] = children
-        return out
+        return session_json(
+            record,
+            own=self.accounting.own(record),
+            subtree=subtree,
+            children=children,
+            kernel_alive=bool(live and live.runner is not None),
+            brief=brief,
+        )
 
     def list_sessions(
         self,

@@ -173,27 +173,51 @@ class Mailbox:
         targets = self.resolve(caller, to)
         live_targets = [self.registry.live[r.id] for r in targets if self._open(r)]
         if not live_targets:
-            r = targets[0]
-            raise Conflict(
-                f"session {r.id} has ended ({r.state.value}); it receives no more messages"
-                if r.terminal
-                else f"session {r.id} is not running in this daemon"
-            )
+            self.open_target(targets[0])  # raises, saying why
         sender_key = caller.id if caller is not None else (sender or USER)
         self._check_rate(sender_key, len(live_targets))
         for target in live_targets:
-            pending = len(await self.store.unread(target.id, _reader(target), limits.max_pending))
-            if pending >= limits.max_pending:
-                raise MailboxFull(
-                    f"session {target.id} already has {pending} unread messages, the limit "
-                    "(Daemon.max_pending_messages); wait until it reads them",
-                    limit=limits.max_pending,
-                )
+            await self.check_room(target)
         self._sent.setdefault(sender_key, deque()).extend([time.monotonic()] * len(live_targets))
         return [self._deliver(caller, sender or USER, target, message) for target in live_targets]
 
     def _open(self, record: SessionRecord) -> bool:
         return record.id in self.registry.live and not record.terminal
+
+    def open_target(self, record: SessionRecord) -> LiveSession:
+        """The live session `record` stands for, if it can receive messages (Conflict if not)."""
+        if not self._open(record):
+            raise Conflict(
+                f"session {record.id} has ended ({record.state.value}); it receives no more "
+                "messages"
+                if record.terminal
+                else f"session {record.id} is not running in this daemon"
+            )
+        return self.registry.live[record.id]
+
+    async def check_room(self, target: LiveSession) -> None:
+        """MailboxFull if `target` already holds as many unread messages as it may."""
+        limit = self.limits.max_pending
+        pending = len(await self.store.unread(target.id, _reader(target), limit))
+        if pending >= limit:
+            raise MailboxFull(
+                f"session {target.id} already has {pending} unread messages, the limit "
+                "(Daemon.max_pending_messages); wait until it reads them",
+                limit=limit,
+            )
+
+    def deliver(
+        self,
+        sender: str,
+        target: LiveSession,
+        text: str,
+        *,
+        message_id: str,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Store and deliver a message from the daemon itself (`sender`: a schedule's tick),
+        under the id its sender chose; the sender checked reach, room and size already."""
+        return self._deliver(None, sender, target, text, message_id=message_id, extra=extra)
 
     def _check_rate(self, sender: str, count: int) -> None:
         window, limit = self.limits.window, self.limits.rate
@@ -211,9 +235,16 @@ class Mailbox:
             )
 
     def _deliver(
-        self, caller: LiveSession | None, sender: str, target: LiveSession, text: str
+        self,
+        caller: LiveSession | None,
+        sender: str,
+        target: LiveSession,
+        text: str,
+        *,
+        message_id: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        message_id = new_id("m")
+        message_id = message_id or new_id("m")
         name = sender if caller is None else (caller.record.name or caller.id)
         self.store.put_message(
             {
@@ -239,6 +270,7 @@ class Mailbox:
                 "sender": name,
                 "message": text,
                 "message_id": message_id,
+                **(extra or {}),
             },
         )
         waiting = self._waiting.get(target.id, 0) > 0
@@ -317,6 +349,6 @@ def public_message(m: dict[str, Any]) -> dict[str, Any]:
 
 def format_message(m: dict[str, Any]) -> str:
     """A stored message as the model sees it."""
-    if m["from_id"] is None:
-        return f"[message from {USER}]: {m['message']}"
+    if m["from_id"] is None:  # a person ("user") or the daemon itself ("schedule")
+        return f"[message from {m['sender'] or USER}]: {m['message']}"
     return f"[message from {m['sender']} ({m['from_id']})]: {m['message']}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import Any
 
 from ..util.format import NO_OUTPUT, cap, output_text
@@ -28,3 +30,18 @@ def render(
         text += f"\n[the kernel died during this cell ({exit or 'no exit status'})]"
     text, _ = cap(text, limit)
     return text if text.strip() else NO_OUTPUT
+
+
+def report(outputs: list[dict[str, Any]], status: str, marker: str) -> dict[str, Any] | None:
+    """The JSON a silent cell of the daemon's printed after `marker` (snapshots, gates, spills),
+    or None if the cell failed or printed none."""
+    if status != "ok":
+        return None
+    for out in outputs:
+        if out.get("output_type") != "stream":
+            continue
+        for line in str(out.get("text", "")).splitlines():
+            if line.startswith(marker):
+                with contextlib.suppress(ValueError):
+                    return dict(json.loads(line[len(marker) :]))
+    return None

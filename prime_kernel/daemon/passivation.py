@@ -8,14 +8,14 @@ a session resumes after a restart. The snapshot's blob id lives in the trajector
 event), so nothing about it is held only in memory.
 
 `Passivation` shuts an agent's kernel down after it stayed IDLE for `idle_timeout` seconds
-(it becomes INACTIVE); a message revives it.
+(it becomes INACTIVE); a message revives it. The time counts from the session's last use:
+a person's cell in its REPL starts it again (`touch`), so co-working keeps the kernel up.
+Before the snapshot, big variables are spilled to disk (`before_save`, see collector.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -27,30 +27,38 @@ from ..protocol.states import SessionState
 from .events import EventLog
 from .kernels import CellResult
 from .lifecycle import Lifecycle
-from .observation import render
+from .observation import render, report
 from .records import SessionRecord
 from .session import LiveSession
 from .store import Store
 
 log = logging.getLogger(__name__)
 
-SAVE_CODE = "import prime_kernel.kernel.snapshot as __ps\n__ps.save()\ndel __ps"
+SAVE_CODE = "import prime_kernel.kernel.snapshot as __ps\n__ps.save({cap})\ndel __ps"
 RESTORE_CODE = "import prime_kernel.kernel.snapshot as __ps\n__ps.restore()\ndel __ps"
 MARKER = "PRIME_SNAPSHOT "
 
 
 class Snapshots:
-    def __init__(self, store: Store, events: EventLog, timeout: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        events: EventLog,
+        timeout: Callable[[], float],
+        cap: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.store = store
         self.events = events
         self.timeout = timeout
+        self.cap = cap
 
     async def save(self, live: LiveSession, reason: str) -> dict[str, Any] | None:
         """Snapshot the session's REPL; the report (or None, with an `error` event)."""
         if live.runner is None:
             return None
         start = time.monotonic()
-        result = await live.runner.execute(SAVE_CODE, silent=True, timeout=self.timeout())
+        code = SAVE_CODE.format(cap=int(self.cap()))
+        result = await live.runner.execute(code, silent=True, timeout=self.timeout())
         info = _report(result)
         if info is None:
             self.events.emit(
@@ -119,8 +127,10 @@ class Passivation:
         release_kernel: Callable[[LiveSession], Awaitable[None]],
         idle_timeout: Callable[[], float],
         spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]],
+        before_save: Callable[[LiveSession], Awaitable[Any]] | None = None,
     ) -> None:
         self.lifecycle = lifecycle
+        self.before_save = before_save
         self.snapshots = snapshots
         self.release_kernel = release_kernel
         self.idle_timeout = idle_timeout
@@ -138,6 +148,11 @@ class Passivation:
             return
         self.cancel_timer(record, live, _)
         self._timers[record.id] = self.spawn(self._idle_timer(live), f"idle-{record.id}")
+
+    def touch(self, record: SessionRecord, live: LiveSession) -> None:
+        """The session's REPL was used: its idle time starts again."""
+        if record.id in self._timers:
+            self.entered_idle(record, live, None)
 
     def cancel_timer(self, record: SessionRecord, live: LiveSession | None, _: Any) -> None:
         timer = self._timers.pop(record.id, None)
@@ -160,6 +175,8 @@ class Passivation:
         async with self.lock(live.id):
             if not self._quiet(live) or live.runner is None:
                 return False
+            if self.before_save is not None:
+                await self.before_save(live)
             info = await self.snapshots.save(live, "passivation")
             if info is None or not self._quiet(live):
                 return False  # no snapshot, or a message woke it meanwhile: keep the kernel
@@ -178,16 +195,7 @@ class Passivation:
 
 
 def _report(result: CellResult) -> dict[str, Any] | None:
-    if result.status != "ok":
-        return None
-    for out in result.outputs:
-        if out.get("output_type") != "stream":
-            continue
-        for line in str(out.get("text", "")).splitlines():
-            if line.startswith(MARKER):
-                with contextlib.suppress(ValueError):
-                    return dict(json.loads(line[len(MARKER) :]))
-    return None
+    return report(result.outputs, result.status, MARKER)
 
 
 def _text(result: CellResult) -> str:

@@ -41,6 +41,8 @@ class SessionRecord:
     budget: dict[str, Any] | None = None
     options: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
+    # What the session works towards (see daemon/goals.py); None: no goal.
+    goal: dict[str, Any] | None = None
     # Where updates go (the store); None for a record read outside a daemon.
     sink: Sink | None = field(default=None, repr=False, compare=False)
 
@@ -84,3 +86,31 @@ FIELDS = tuple(f.name for f in dataclasses.fields(SessionRecord) if f.name != "s
 
 def _plain(value: Any) -> Any:
     return value.value if isinstance(value, (SessionState, SessionKind)) else value
+
+
+# Longest prompt a list shows (its entries are brief).
+BRIEF_PROMPT_CHARS = 500
+
+
+def session_json(
+    record: SessionRecord,
+    *,
+    own: dict[str, float],
+    subtree: dict[str, float],
+    children: list[str],
+    kernel_alive: bool,
+    brief: bool = False,
+) -> dict[str, Any]:
+    """A session's REST JSON (records.SESSION), from the daemon or read from a store."""
+    out = record.to_row()
+    for private in ("answer_blob", "context_blob", "usage"):
+        out.pop(private)
+    if out.get("goal") is None:  # the field is there only while the session has a goal
+        out.pop("goal", None)
+    if brief and len(record.prompt) > BRIEF_PROMPT_CHARS:
+        out["prompt"] = record.prompt[:BRIEF_PROMPT_CHARS] + "…"
+    out["has_answer"] = bool(record.answer_blob or record.answer_repr is not None)
+    out["kernel_alive"] = kernel_alive  # a person can attach a console to it
+    out["usage"] = {"own": own, "subtree": subtree}
+    out["children"] = children
+    return out

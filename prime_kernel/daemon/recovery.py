@@ -11,7 +11,9 @@ connection file are in the store), and `resume` takes every unfinished session b
 - RUNNING: resumes at its last recorded turn. Its conversation comes back from the store; the
   REPL from its latest snapshot; the model is told which cell was in flight and that it was
   **not** re-run (its outcome is uncertain), and which variables were lost;
-- IDLE and INACTIVE: INACTIVE, reviving from the latest snapshot when a message wakes them;
+- IDLE and INACTIVE: INACTIVE, reviving from the latest snapshot when a message wakes them —
+  at once if one is already waiting (a message or a schedule's tick that arrived just before
+  the stop, which would otherwise wait for the next);
 - notebook sessions: their kernel ended with the old server, so they end (DONE, with the reason);
   their children go on, and what they answer stays retrievable.
 
@@ -52,6 +54,8 @@ class Recovery:
         self._interrupted: set[str] = set()
         # Queued or running when the earlier daemon stopped: run again once this one can.
         self._to_run: list[LiveSession] = []
+        # Idle or inactive then: woken if mail came for them meanwhile.
+        self._resting: list[LiveSession] = []
 
     # -- stopping -----------------------------------------------------------------------------
     async def suspend_all(self) -> None:
@@ -116,6 +120,8 @@ class Recovery:
                 live.restore_reason = RESTARTED
             if record.kernel_id is not None:
                 record.update(kernel_id=None)
+            if state in (SessionState.IDLE, SessionState.INACTIVE):
+                self._resting.append(live)
             if state == SessionState.IDLE:
                 daemon.lifecycle.change(
                     record, SessionState.INACTIVE, reason="its daemon stopped; a message wakes it"
@@ -141,6 +147,16 @@ class Recovery:
                     daemon.emit(live, EventKind.RESUME, {"reason": "queued again after a restart"})
                 daemon.start_run(live)
         self._to_run.clear()
+        resting, self._resting = self._resting, []
+        if resting and daemon.auto_resume:
+            daemon.spawn(self._wake_if_mail(resting), "wake-if-mail")
+
+    async def _wake_if_mail(self, lives: list[LiveSession]) -> None:
+        """Mail that came while no daemon ran (a schedule's missed tick, a message) wakes the
+        sessions it is for."""
+        for live in lives:
+            if live.state == SessionState.INACTIVE and await self.daemon.mailbox.has_unread(live):
+                self.daemon.wake(live)
 
     async def prepare(self, live: LiveSession) -> None:
         """Before a run of a session taken over from an earlier daemon: its conversation back

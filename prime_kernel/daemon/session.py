@@ -79,6 +79,9 @@ class LiveSession:
     repl_names: list[str] = field(default_factory=list)
     last_snapshot: float = 0.0
     snapshot_cost: float = 0.0
+    # When the session (its turn, or a person's cell in its REPL) last used its kernel
+    # (time.monotonic()): an ended root's kept kernel goes after keep_root_kernel unused.
+    last_active: float = 0.0
     # Events made while an agent cell runs (its `answer`), recorded after that cell's event so
     # every view shows the answer after the cell that produced it.
     held: list[tuple[Any, dict[str, Any]]] | None = None

@@ -197,6 +197,17 @@ class NotebookExporter(LoggingConfigurable):
                 f"- **Budget:** {_budget(record.get('budget'))}",
                 f"- **Started:** {_when(record.get('started') or record.get('created'))}",
             ]
+            plan = (record.get("options") or {}).get("autonomous")
+            if plan:
+                gate = plan.get("gate") or {}
+                what = f"`{next(iter(gate.values()))}`" if gate else "an answer"
+                lines.append(
+                    f"- **Autonomous:** until the gate {what} passes, in up to "
+                    f"{plan.get('max_continuations')} continuations"
+                )
+        goal = record.get("goal")
+        if goal:
+            lines.append(f"- **Goal** ({goal.get('status')}): {_text(goal.get('text', ''))}")
         if record.get("parent_id"):
             lines.append(f"- **Started by:** {_link(record['parent_id'])}")
         if not self._ended(record):
@@ -474,6 +485,74 @@ class _Story:
     def error(self, cid: str, data: dict[str, Any]) -> Cells:
         return [_note(cid, "error", f"**Error:** {_text(data.get('message', ''))}")]
 
+    def goal(self, cid: str, data: dict[str, Any]) -> Cells:
+        by = str(data.get("by") or "")
+        who = "a person" if by == "user" else f"`{by}`"
+        event = data.get("event")
+        if event == "set":
+            text = f"**Goal set** by {who}\n\n{_quote(_text(data.get('text', '')))}"
+        elif event == "progress":
+            text = f"*Progress on the goal* ({who}): {_text(data.get('note', ''))}"
+        elif event == "done":
+            text = f"**Goal achieved** ({who}): {_text(data.get('text', ''))}"
+            if data.get("summary"):
+                text += f"\n\n{_quote(_text(data['summary']))}"
+        else:
+            text = f"*Goal cleared* by {who}: {_text(data.get('text', ''))}"
+        return [_note(cid, "goal", text)]
+
+    def continuation(self, cid: str, data: dict[str, Any]) -> Cells:
+        limits = data.get("limits") or {}
+        text = f"### Continuation {data.get('continuation')} of {data.get('of')}\n\n"
+        if data.get("reason"):
+            text += f"The previous one ended: {_text(data['reason'])}. "
+        text += (
+            f"Limits: {limits.get('turns')} turns, {limits.get('tokens')} tokens, "
+            f"{limits.get('seconds')} s; gate: {_text(data.get('gate') or 'an answer')}."
+        )
+        return [_note(cid, "continuation", text)]
+
+    def gate(self, cid: str, data: dict[str, Any]) -> Cells:
+        verdict = "passed" if data.get("passed") else "failed"
+        what = f"`{_text(data['command'])}`" if data.get("command") else "an answer"
+        detail = [f"{data.get('duration', 0):g} s"]
+        if data.get("exit_code") is not None:
+            detail.insert(0, f"exit status {data['exit_code']}")
+        text = f"**Gate {verdict}**: {what} ({', '.join(detail)})"
+        if data.get("error"):
+            text += f"\n\n{_text(data['error'])}"
+        output = _text(data.get("output") or "").strip()
+        if output:
+            body, _ = cap(output, self.exporter.max_cell_text_chars)
+            text += f"\n\n{_fence(body)}"
+        return [_note(cid, "gate", text)]
+
+    def schedule(self, cid: str, data: dict[str, Any]) -> Cells:
+        owner = "a person" if data.get("owner") == "user" else f"`{data.get('owner')}`"
+        when = {"every": f"every {data.get('spec')} s", "at": f"at {data.get('spec')}"}.get(
+            str(data.get("kind")), f"cron `{data.get('spec')}`"
+        )
+        text = (
+            f"**Schedule** `{data.get('schedule_id')}` {data.get('event')} ({when}, owned by "
+            f"{owner}, to `{data.get('target_id')}`): {_text(data.get('message', ''))}"
+        )
+        if data.get("reason"):
+            text += f"\n\n{_text(data['reason'])}"
+        return [_note(cid, "schedule", text)]
+
+    def gc(self, cid: str, data: dict[str, Any]) -> Cells:
+        why = {"compaction": " at a compaction", "passivation": " before passivation"}
+        parts = []
+        if data.get("spilled"):
+            names = ", ".join(f"`{s.get('name')}` ({s.get('size')} bytes)" for s in data["spilled"])
+            parts.append(f"spilled to disk: {names}")
+        if data.get("dropped"):
+            parts.append("dropped: " + ", ".join(f"`{n}`" for n in data["dropped"]))
+        if data.get("failed"):
+            parts.append("could not spill: " + ", ".join(f"`{n}`" for n in data["failed"]))
+        text = f"*Memory{why.get(str(data.get('reason')), '')}:* {'; '.join(parts) or 'nothing'}."
+        return [_note(cid, "gc", text)]
+
 
 # One renderer per event kind; the task, state changes and observations are left out (the
 # task and final state are in the header and summary; an observation is the capped copy of
@@ -495,6 +574,11 @@ RENDERERS: dict[EventKind, Any] = {
     EventKind.RESUME: _Story.resume,
     EventKind.KERNEL: _Story.kernel,
     EventKind.REFINEMENT: _Story.refinement,
+    EventKind.GOAL: _Story.goal,
+    EventKind.CONTINUATION: _Story.continuation,
+    EventKind.GATE: _Story.gate,
+    EventKind.SCHEDULE: _Story.schedule,
+    EventKind.GC: _Story.gc,
     EventKind.ERROR: _Story.error,
 }
 

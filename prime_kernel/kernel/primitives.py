@@ -207,7 +207,9 @@ _MISSING = object()
 
 
 class _RLM:
-    """`rlm(prompt, context=..., model=..., name=..., spec=..., budget=...)` -> Handle."""
+    """`rlm(prompt, context=..., model=..., name=..., spec=..., budget=..., autonomous=...)`
+    -> Handle. `autonomous=True` (or {"gate": "pytest -q", "max_continuations": 3, "turns": 12,
+    "tokens": 80_000, "seconds": 1800}) keeps the child going until its gate passes."""
 
     def __call__(
         self,
@@ -220,6 +222,7 @@ class _RLM:
         budget: dict[str, Any] | None = None,
         max_turns: int | None = None,
         persistent: bool | None = None,
+        autonomous: bool | dict[str, Any] | None = None,
     ) -> Handle:
         body = _rlm_request(
             prompt,
@@ -231,6 +234,7 @@ class _RLM:
             budget=budget,
             max_turns=max_turns,
             persistent=persistent,
+            autonomous=autonomous,
         )
         return Handle(client().request("POST", "sessions", body))
 
@@ -419,9 +423,12 @@ _EXPORTS = {
 
 
 def _all_exports() -> dict[str, Any]:
-    from .messaging import EXPORTS  # messaging builds on this module
+    # These build on this module.
+    from .control import EXPORTS as CONTROL
+    from .memory import EXPORTS as MEMORY
+    from .messaging import EXPORTS
 
-    return {**_EXPORTS, **EXPORTS}
+    return {**_EXPORTS, **EXPORTS, **CONTROL, **MEMORY}
 
 
 def install(ipython: Any) -> None:

@@ -4,7 +4,10 @@ The daemon runs `save()` in a silent cell before shutting an idle session's kern
 `restore()` in the new kernel when a message revives it. Each prints one line the daemon reads:
 ``PRIME_SNAPSHOT {json}``. Values travel as pickles through the daemon's blob store; modules by
 name; what cannot be pickled (or would not unpickle in a fresh kernel, like functions and
-classes defined in the REPL) is named, not lost silently.
+classes defined in the REPL) is named, not lost silently. A variable spilled to disk
+(`gc(spill=...)`, see memory.py) is kept as its reference, so a restored REPL gets its
+stand-in back without the value passing through the snapshot; values that would take a
+snapshot over its cap (`c.Collector.snapshot_cap`) are named as skipped.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import pickle
 import types
 from typing import Any
 
+from . import memory
 from .primitives import client, user_namespace
 
 MARKER = "PRIME_SNAPSHOT "
@@ -48,13 +52,19 @@ def names() -> list[str]:
     return sorted(n for n in ns if not n.startswith("_") and n not in hidden)
 
 
-def save() -> None:
+def save(cap: int = 0) -> None:
+    """Pickle the namespace to a blob; `cap`: most bytes of values it holds (0: no cap)."""
     ns, hidden = _namespace()
     values: dict[str, bytes] = {}
     modules: dict[str, str] = {}
+    spilled: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
+    total = 0
     for name, value in list(ns.items()):
         if name.startswith("_") or name in hidden:
+            continue
+        if memory.is_spilled(value):  # before any isinstance(), which would load it
+            spilled[name] = memory.where(value)
             continue
         if isinstance(value, types.ModuleType):
             modules[name] = value.__name__
@@ -62,17 +72,27 @@ def save() -> None:
         reason = _why_not(value)
         if reason is None:
             try:
-                values[name] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+                data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception as e:
                 reason = f"cannot be pickled: {type(e).__name__}: {e}"[:200]
+            else:
+                if cap and total + len(data) > cap:
+                    reason = (
+                        f"{len(data)} bytes would take the snapshot over its cap of {cap} bytes "
+                        "(c.Collector.snapshot_cap): spill it with gc(spill=[...])"
+                    )
+                else:
+                    values[name] = data
+                    total += len(data)
         if reason is not None:
             skipped[name] = reason
-    data = pickle.dumps({"values": values, "modules": modules, "skipped": skipped})
+    snapshot = {"values": values, "modules": modules, "skipped": skipped, "spilled": spilled}
+    data = pickle.dumps(snapshot)
     blob = client().request("POST", "blobs", raw=data, query={"what": "snapshot"})
     report = {
         "blob_id": blob["blob_id"],
         "size": len(data),
-        "saved": sorted([*values, *modules]),
+        "saved": sorted([*values, *modules, *spilled]),
         "skipped": skipped,
     }
     print(MARKER + json.dumps(report))
@@ -97,5 +117,8 @@ def restore() -> None:
             restored.append(name)
         except Exception as e:
             failed[name] = f"{type(e).__name__}: {e}"[:200]
+    for name, ref in snap.get("spilled", {}).items():
+        memory.bind(name, ref["blob"], ref["size"], ref["type"])  # still on disk
+        restored.append(name)
     report = {"restored": sorted(restored), "failed": failed, "skipped": snap["skipped"]}
     print(MARKER + json.dumps(report))

@@ -91,6 +91,9 @@ class Profile:
 
 
 def _default_system(tools: bool, extra: str) -> str:
+    # How to work long (goals, schedules, gc) is told to models that can use it; the small
+    # profile leaves it out: every prompt token is read on the CPU there.
+    extra = f"{extra}\n\n{prompts.LONG_HORIZON}" if extra else prompts.LONG_HORIZON
     return prompts.system_prompt(tools=tools, extra=extra, installed=installed_note())
 
 

@@ -88,3 +88,12 @@ def small_task_message(prompt: str, context_type: str | None, depth: int) -> str
     if context_type:
         text += f"\n(The variable `context` holds a {context_type}.)"
     return text
+
+
+# Long-horizon control, added to every agent's system prompt (after the harness notes).
+LONG_HORIZON = """\
+Long work: `goal.set(text)` keeps a goal in front of you on every turn (`goal.progress(note)`,
+`goal.done(summary)`); `schedule.every("10m", message)` (or `.at("in 30m", ...)`,
+`.cron("*/5 * * * *", ...)`) sends you that message on a timer, waking you when idle; `gc()`
+lists your REPL variables by size, `gc(spill=[names])` moves big ones to disk (they reload by
+themselves on first use) and `gc(drop=[names])` deletes them."""

@@ -33,6 +33,11 @@ class EventKind(str, Enum):
     RESUME = "resume"
     KERNEL = "kernel"
     REFINEMENT = "refinement"
+    GOAL = "goal"
+    CONTINUATION = "continuation"
+    GATE = "gate"
+    SCHEDULE = "schedule"
+    GC = "gc"
     ERROR = "error"
 
 
@@ -152,6 +157,8 @@ EVENTS: dict[EventKind, EventSpec] = {
                 sender=_S,
                 message=_S,
                 message_id=_S,
+                schedule_id=_S,
+                missed=_I,
             ),
         ),
         EventSpec(
@@ -229,6 +236,91 @@ EVENTS: dict[EventKind, EventSpec] = {
             "Refinement",
             "The harness was refined from this session's evidence.",
             _obj(["refinement_id", "status"], refinement_id=_S, status=_S),
+        ),
+        EventSpec(
+            EventKind.GOAL,
+            "Goal",
+            "The session's goal was set, marked done or cleared, or progress on it was noted; "
+            '`by` is the session that did it or "user".',
+            _obj(
+                ["event", "by"],
+                event={"enum": ["set", "progress", "done", "cleared"]},
+                text=_S,
+                summary=_S,
+                note=_S,
+                by=_S,
+            ),
+        ),
+        EventSpec(
+            EventKind.CONTINUATION,
+            "Continuation",
+            "An autonomous session started a continuation (1 is the first): its limits, and why "
+            "the one before ended.",
+            _obj(
+                ["continuation", "of"],
+                continuation=_I,
+                of=_I,
+                reason=_S,
+                limits={
+                    "type": "object",
+                    "properties": {"turns": _I, "tokens": _I, "seconds": _N},
+                },
+                gate=_NS,
+            ),
+        ),
+        EventSpec(
+            EventKind.GATE,
+            "Gate",
+            "The termination test of an autonomous session ran after a continuation: a shell "
+            "command (exit 0 passes), a Python expression (true passes), or none (an answer "
+            "passes).",
+            _obj(
+                ["continuation", "passed", "kind"],
+                continuation=_I,
+                passed=_B,
+                kind={"enum": ["shell", "python", "answer"]},
+                command=_S,
+                ended=_S,
+                exit_code={"type": ["integer", "null"]},
+                output=_S,
+                duration=_N,
+                timed_out=_B,
+                error={"type": ["string", "null"]},
+            ),
+        ),
+        EventSpec(
+            EventKind.SCHEDULE,
+            "Schedule",
+            "A schedule delivering messages to this session (or owned by it) was created, "
+            "cancelled or ended, or a tick of it was skipped (`reason`).",
+            _obj(
+                ["event", "schedule_id"],
+                event={"enum": ["created", "cancelled", "ended", "skipped"]},
+                schedule_id=_S,
+                kind={"enum": ["every", "at", "cron"]},
+                spec=_S,
+                message=_S,
+                owner=_S,
+                target_id=_S,
+                reason=_S,
+                next={"type": ["number", "null"]},
+            ),
+        ),
+        EventSpec(
+            EventKind.GC,
+            "Memory",
+            "REPL variables were dropped, or spilled to disk (they reload on first use): by "
+            "gc() in the REPL, or automatically at a compaction or before passivation.",
+            _obj(
+                ["reason"],
+                reason={"enum": ["requested", "compaction", "passivation"]},
+                dropped=_STRINGS,
+                spilled={
+                    "type": "array",
+                    "items": _obj(["name", "size"], name=_S, size=_I, type=_S, blob_id=_S),
+                },
+                failed=_REASONS,
+            ),
         ),
         EventSpec(
             EventKind.ERROR,

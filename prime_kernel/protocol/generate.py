@@ -45,6 +45,9 @@ NAMED = (
     records.MODELS,
     records.CANCELLED,
     records.EXPORTED,
+    records.GOAL,
+    records.SCHEDULE,
+    records.SCHEDULE_LIST,
 )
 
 
@@ -90,6 +93,8 @@ def _ts(schema: dict[str, Any], indent: str = "", *, top: bool = False) -> str:
 def _interface(name: str, schema: dict[str, Any]) -> str:
     doc = schema.get("description")
     head = f"/** {doc} */\n" if doc else ""
+    if schema.get("type", "object") != "object":  # a union such as `boolean | {...}`
+        return f"{head}export type {name} = {_ts(schema, top=True)};\n"
     return f"{head}export interface {name} {_ts(schema, top=True)}\n"
 
 

@@ -32,6 +32,85 @@ USAGE: dict[str, Any] = {
     "properties": {k: {"type": "number"} for k in USAGE_FIELDS},
 }
 
+GOAL: dict[str, Any] = {
+    "title": "Goal",
+    "description": "What a session works towards: in its model's context on every turn, kept "
+    "through compactions and restarts (`goal.set/get/done/clear` in a REPL, "
+    "/api/prime/sessions/{id}/goal).",
+    "type": "object",
+    "required": ["text", "status", "set_by", "set_at", "updated"],
+    "properties": {
+        "text": _S,
+        "status": {"enum": ["active", "done"]},
+        "set_by": {"type": "string", "description": 'The session that set it, or "user".'},
+        "set_at": {"type": "number"},
+        "updated": {"type": "number"},
+        "summary": {"type": "string", "description": "What `goal.done(summary)` said."},
+        "progress": {
+            "type": "array",
+            "description": "The latest progress notes, oldest first.",
+            "items": {
+                "type": "object",
+                "required": ["note", "ts", "by"],
+                "properties": {"note": _S, "ts": {"type": "number"}, "by": _S},
+            },
+        },
+    },
+}
+
+SCHEDULE: dict[str, Any] = {
+    "title": "Schedule",
+    "description": "A timer or cron that delivers `message` to a session (as a message from "
+    '"schedule"); each tick is claimed in the store before it is delivered.',
+    "type": "object",
+    "required": [
+        "id",
+        "owner",
+        "target_id",
+        "kind",
+        "spec",
+        "message",
+        "created",
+        "next",
+        "ticks",
+        "missed",
+        "skipped",
+        "state",
+    ],
+    "properties": {
+        "id": _S,
+        "owner": {
+            "type": "string",
+            "description": 'The session that made it (it ends with that session), or "user".',
+        },
+        "target_id": {"type": "string", "description": "The session its ticks go to."},
+        "kind": {"enum": ["every", "at", "cron"]},
+        "spec": {
+            "type": "string",
+            "description": "every: seconds; at: an ISO time; cron: the 5-field expression.",
+        },
+        "message": _S,
+        "created": {"type": "number"},
+        "next": {"type": ["number", "null"], "description": "When it ticks next (null: never)."},
+        "last": _NN,
+        "ticks": {"type": "integer", "description": "Ticks delivered."},
+        "missed": {
+            "type": "integer",
+            "description": "Ticks that fell due while the server was down (or busy) and were "
+            "coalesced into the next one delivered.",
+        },
+        "skipped": {
+            "type": "integer",
+            "description": "Ticks not delivered (target ended, budget spent, mailbox full).",
+        },
+        "state": {"enum": ["active", "done", "cancelled", "ended"]},
+        "reason": {
+            "type": ["string", "null"],
+            "description": "Why it ended, or why its last tick was skipped.",
+        },
+    },
+}
+
 SESSION: dict[str, Any] = {
     "title": "Session",
     "description": "A session's record, as every GET of the API returns it.",
@@ -75,8 +154,12 @@ SESSION: dict[str, Any] = {
         "budget": {"type": ["object", "null"]},
         "options": {
             "type": "object",
-            "description": "max_turns, persistent, spec, instructions, kernel_restarts",
+            "description": "max_turns, persistent, spec, instructions, kernel_restarts; "
+            "autonomous (gate and limits) and autonomy (continuation, phase, turns) for an "
+            "autonomous session",
         },
+        # Present only while the session has a goal.
+        "goal": GOAL,
         "has_answer": {"type": "boolean"},
         "kernel_alive": {
             "type": "boolean",
@@ -165,6 +248,15 @@ EXPORTED: dict[str, Any] = {
     "type": "object",
     "required": ["session_id", "path", "files"],
     "properties": {"session_id": _S, "path": _S, "files": {"type": "array", "items": _S}},
+}
+
+SCHEDULE_LIST: dict[str, Any] = {
+    "title": "ScheduleList",
+    "description": "GET /api/prime/schedules: schedules, newest first (?session=ID: those "
+    "owned by or ticking to that session; ?state=active).",
+    "type": "object",
+    "required": ["schedules"],
+    "properties": {"schedules": {"type": "array", "items": SCHEDULE}},
 }
 
 

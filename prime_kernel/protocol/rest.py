@@ -25,7 +25,9 @@ def schema(name: str) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Route:
     method: str
-    path: str  # `{id}` stands for a session id, `{kind}`/`{entry}` for a harness entry
+    # `{id}` stands for a session id, `{kind}`/`{entry}` for a harness entry, `{schedule}` for
+    # a schedule id, `{blob}` for a spilled value's blob id
+    path: str
     audience: str  # "user" (jupyter_server auth) or "kernel" (the session's token)
     summary: str
     body: str | None = None  # the schema of its JSON body (schemas/<body>.json)
@@ -46,6 +48,14 @@ ROUTES: list[Route] = [
     Route("POST", "/sessions/{id}/messages", _U, "A person's message", "user_message"),
     Route("GET", "/sessions/{id}/export", _U, "Its notebook (a download); ?with_context=1"),
     Route("POST", "/sessions/{id}/export", _U, "Write its notebook under the root", "export"),
+    Route("GET", "/sessions/{id}/goal", _U, 'Its goal ({"goal": Goal | null})'),
+    Route("PUT", "/sessions/{id}/goal", _U, "Set its goal, note progress, mark it done", "goal"),
+    Route("DELETE", "/sessions/{id}/goal", _U, "Clear its goal"),
+    # schedules (heartbeats)
+    Route("GET", "/schedules", _U, "Schedules: ?session=ID, ?state=active"),
+    Route("POST", "/schedules", _U, "A person's schedule", "create_schedule"),
+    Route("GET", "/schedules/{schedule}", _U, "One schedule"),
+    Route("DELETE", "/schedules/{schedule}", _U, "Cancel a schedule"),
     Route("GET", "/models", _U, "The default model and the known ones"),
     Route("GET", "/status", _U, "The version and how agents run here (the sandbox mode)"),
     Route("POST", "/capability", _U, "Let a kernel of yours start agents", "capability"),
@@ -68,6 +78,15 @@ ROUTES: list[Route] = [
     Route("GET", "/kernel/messages", _K, "recv(): ?timeout="),
     Route("GET", "/kernel/agents", _K, "agents(): who the caller can message"),
     Route("POST", "/kernel/export", _K, "export() / h.export()", "kernel_export"),
+    Route("GET", "/kernel/goal", _K, "goal.get()"),
+    Route("PUT", "/kernel/goal", _K, "goal.set() / goal.done() / goal.progress()", "goal"),
+    Route("DELETE", "/kernel/goal", _K, "goal.clear()"),
+    Route("GET", "/kernel/schedules", _K, "schedule.list(): the caller's and those to it"),
+    Route("POST", "/kernel/schedules", _K, "schedule.every() / at() / cron()", "kernel_schedule"),
+    Route("DELETE", "/kernel/schedules/{schedule}", _K, "schedule.cancel()"),
+    Route("POST", "/kernel/gc", _K, "gc(drop=, spill=): record what it did", "gc_report"),
+    Route("POST", "/kernel/spills", _K, "Spill a pickled value to disk: ?name=&type="),
+    Route("GET", "/kernel/spills/{blob}", _K, "Reload a value the caller spilled"),
     # the harness
     Route("GET", "/harness", _U, "Every entry (?kind=), broken files, the review policy"),
     Route("POST", "/harness", _U, "Create an entry"),

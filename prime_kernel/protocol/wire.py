@@ -14,5 +14,8 @@ KERNEL_API = f"{API}/kernel"
 
 # Session ids are made by the daemon (`s…` agents, `n…` notebooks); routes match this.
 SESSION_ID = r"[A-Za-z0-9_-]{1,64}"
+# Schedule ids (`h…`) and blob ids (spilled values) likewise.
+SCHEDULE_ID = r"[A-Za-z0-9_-]{1,64}"
+BLOB_ID = r"[A-Za-z0-9]{1,64}"
 # Longest single wait a kernel call may hold a request open; clients loop over waits.
 MAX_WAIT = 300.0

@@ -16,7 +16,7 @@ from ..models.router import import_litellm
 from ..protocol.records import NOTIFICATION, SESSION_EVENT_SCHEMA_ID
 from ..protocol.wire import API
 from ..util.redact import config_secrets
-from . import exports, harness, messages, sessions, status
+from . import collector, exports, goals, harness, messages, schedules, sessions, status
 from .base import NoRouteHandler
 from .kernel_socket import KernelSocket
 
@@ -96,7 +96,7 @@ class PrimeApp(ExtensionApp):
             factory.default_provisioner_name = "prime-provisioner"
 
     def initialize_handlers(self) -> None:
-        for module in (sessions, messages, harness, exports, status):
+        for module in (sessions, messages, harness, exports, status, goals, schedules, collector):
             self.handlers.extend(module.HANDLERS)
         self.handlers.append((rf"{API}/.*", NoRouteHandler))
 

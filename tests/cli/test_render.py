@@ -7,7 +7,14 @@ from typing import Any
 from prime_kernel.cli.render import RENDERERS, render
 from prime_kernel.protocol.events import EVENTS, EventKind
 
-SAMPLES: dict[str, Any] = {"string": "text", "number": 1.5, "integer": 3, "array": [], "object": {}}
+SAMPLES: dict[str, Any] = {
+    "string": "text",
+    "number": 1.5,
+    "integer": 3,
+    "boolean": True,
+    "array": [],
+    "object": {},
+}
 
 
 def sample(schema: dict[str, Any]) -> Any:

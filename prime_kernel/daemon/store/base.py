@@ -86,6 +86,25 @@ class Store(abc.ABC):
         self, to_id: str, reader: Reader, limit: int | None = None
     ) -> list[dict[str, Any]]: ...
 
+    # -- schedules (heartbeats: a tick is claimed here before it is delivered) -----------------
+    @abc.abstractmethod
+    def load_schedules(self) -> list[dict[str, Any]]:
+        """Every schedule row (at start), each with `delivered`: whether the message of the
+        tick it claimed last (`pending`) is in the mailbox."""
+
+    @abc.abstractmethod
+    def insert_schedule(self, row: dict[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    def update_schedule(self, schedule_id: str, fields: dict[str, Any]) -> None: ...
+
+    # -- spilled REPL values (blobs only the session that spilled them may read back) ---------
+    @abc.abstractmethod
+    def record_spill(self, blob_id: str, session_id: str, name: str, size: int) -> None: ...
+
+    @abc.abstractmethod
+    async def spill_owner(self, blob_id: str) -> str | None: ...
+
     # -- kernels (so a restarted daemon can find and stop what a dead one left running) --------
     @abc.abstractmethod
     def record_kernel(self, kernel_id: str, fields: dict[str, Any]) -> None: ...

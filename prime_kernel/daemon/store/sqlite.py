@@ -31,7 +31,7 @@ from .base import Reader, Store
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # The schema of a new store. Older stores are brought here by MIGRATIONS.
 SCHEMA = """
@@ -103,9 +103,37 @@ MIGRATIONS: dict[int, str] = {
         started REAL NOT NULL
     );
     """,
+    2: """
+    ALTER TABLE sessions ADD COLUMN goal TEXT;
+    CREATE TABLE schedules (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        message TEXT NOT NULL,
+        created REAL NOT NULL,
+        next_ts REAL,
+        last_ts REAL,
+        ticks INTEGER NOT NULL DEFAULT 0,
+        missed INTEGER NOT NULL DEFAULT 0,
+        skipped INTEGER NOT NULL DEFAULT 0,
+        pending TEXT,
+        state TEXT NOT NULL DEFAULT 'active',
+        reason TEXT
+    );
+    CREATE INDEX schedules_state ON schedules(state);
+    CREATE TABLE spills (
+        blob_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        name TEXT,
+        size INTEGER NOT NULL,
+        created REAL NOT NULL
+    );
+    """,
 }
 
-JSON_COLUMNS = frozenset({"budget", "options", "usage"})
+JSON_COLUMNS = frozenset({"budget", "options", "usage", "goal", "pending"})
 _READ_COLUMN = {"model": "shown_ts", "recv": "read_ts"}
 # Most operations folded into one transaction.
 _GROUP = 1000
@@ -461,6 +489,54 @@ class SqliteStore(Store):
             return [dict(r) for r in db.execute(sql, args).fetchall()]
 
         return list(await self._read(read))
+
+    # -- schedules ------------------------------------------------------------------------------
+    def load_schedules(self) -> list[dict[str, Any]]:
+        def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
+            # `delivered`: whether the tick claimed last (`pending`) reached the mailbox.
+            rows = db.execute(
+                "SELECT s.*, EXISTS(SELECT 1 FROM mailbox m WHERE m.id = "
+                "json_extract(s.pending, '$.message_id')) AS delivered "
+                "FROM schedules s ORDER BY created, rowid"
+            ).fetchall()
+            return [decode_row(r) for r in rows]
+
+        return list(self._submit(read, write=False).result())
+
+    def insert_schedule(self, row: dict[str, Any]) -> None:
+        values = encode_row(row)
+        sql = (
+            f"INSERT INTO schedules ({', '.join(values)}) VALUES ({', '.join('?' for _ in values)})"
+        )
+        self._write(lambda db: db.execute(sql, list(values.values())))
+
+    def update_schedule(self, schedule_id: str, fields: dict[str, Any]) -> None:
+        if not fields:
+            return
+        values = encode_row(fields)
+        sql = f"UPDATE schedules SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?"
+        self._write(lambda db: db.execute(sql, [*values.values(), schedule_id]))
+
+    # -- spilled values -------------------------------------------------------------------------
+    def record_spill(self, blob_id: str, session_id: str, name: str, size: int) -> None:
+        row = (blob_id, session_id, clean_text(name), size, time.time())
+        self._write(
+            lambda db: db.execute(
+                "INSERT INTO spills (blob_id, session_id, name, size, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                row,
+            )
+        )
+
+    async def spill_owner(self, blob_id: str) -> str | None:
+        def read(db: sqlite3.Connection) -> str | None:
+            row = db.execute(
+                "SELECT session_id FROM spills WHERE blob_id = ?", (blob_id,)
+            ).fetchone()
+            return str(row[0]) if row else None
+
+        owner: str | None = await self._read(read)
+        return owner
 
     # -- kernels --------------------------------------------------------------------------------
     def record_kernel(self, kernel_id: str, fields: dict[str, Any]) -> None:
