@@ -51,6 +51,7 @@ from .accounting import Accounting
 from .compaction import compact_if_needed
 from .events import EventLog, Listener
 from .kernels import CellResult, KernelPool, KernelRunner
+from .launcher import KernelLauncher, LocalLauncher
 from .lifecycle import Lifecycle
 from .loop import AgentLoop, TurnLimitReached
 from .mailbox import Limits, Mailbox
@@ -219,6 +220,13 @@ class Daemon(LoggingConfigurable):
     loop_class = Type(AgentLoop, config=True, help="The agent loop implementation.")
     harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
     store_class = Type(SqliteStore, klass=Store, config=True, help="The store implementation.")
+    kernel_launcher_class = Type(
+        LocalLauncher,
+        klass=KernelLauncher,
+        config=True,
+        help="Where agent kernels run: LocalLauncher (kernels of this server, forked from a "
+        "template; see c.LocalLauncher) or another KernelLauncher.",
+    )
 
     kernel_manager = Instance(AsyncMultiKernelManager, allow_none=True)
     url = Unicode("", help="Base URL kernels call back to (set by the server adapter).")
@@ -256,6 +264,7 @@ class Daemon(LoggingConfigurable):
         )
         self.refiner = Refiner(self)
         self.recovery = Recovery(self)
+        self.launcher: KernelLauncher | None = None
         self.pool: KernelPool | None = None
         self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
         # An id of this daemon's run: list cursors (`changed_after`) are only valid within it.
@@ -300,9 +309,14 @@ class Daemon(LoggingConfigurable):
         await self.router.ready()
         # Agents work in the root (their relative paths, exports included, land there).
         root = str(Path(self.root_dir).resolve())
-        self.pool = KernelPool(
-            self.kernel_manager, self.kernel_name, self.pool_size, lambda: {"cwd": root}
+        self.launcher = self.kernel_launcher_class(
+            parent=self,
+            kernel_manager=self.kernel_manager,
+            kernel_name=self.kernel_name,
+            start_timeout=self.kernel_start_timeout,
         )
+        await self.launcher.start()
+        self.pool = KernelPool(self.launcher, self.pool_size, lambda: {"cwd": root})
         self.pool.runner_kwargs = {
             "max_output_bytes": self.max_cell_output_bytes,
             "poll_interval": self.kernel_poll_interval,
@@ -322,6 +336,8 @@ class Daemon(LoggingConfigurable):
         await asyncio.gather(*self._background, return_exceptions=True)
         if self.pool:
             await self.pool.close()
+        if self.launcher:
+            await self.launcher.stop()
         await self.store.close()
         self.harness.close()
         if _current is self:
@@ -655,10 +671,7 @@ class Daemon(LoggingConfigurable):
                 raise PrimeError(f"could not load the context in the child's REPL: {detail}")
 
     def _kernel_started(self, runner: KernelRunner) -> None:
-        km = runner.km
-        self.store.record_kernel(
-            runner.kernel_id, {"pid": runner.pid, "connection_file": km.connection_file}
-        )
+        self.store.record_kernel(runner.kernel_id, runner.launcher.record(runner.kernel_id))
 
     def _ended(self, record: SessionRecord, live: LiveSession | None, _: SessionState) -> None:
         """A session reached a terminal state: its kernel goes, or is kept for co-working."""
@@ -700,11 +713,8 @@ class Daemon(LoggingConfigurable):
         if runner.busy:
             await runner.terminate(grace=1.0)  # a cell that ignores interrupts: stop it hard
         await runner.stop()
-        assert self.kernel_manager is not None
         with contextlib.suppress(Exception):
-            result = self.kernel_manager.shutdown_kernel(runner.kernel_id, now=True)
-            if asyncio.iscoroutine(result):
-                await result
+            await runner.launcher.shutdown(runner.kernel_id)
 
     def wake(self, live: LiveSession) -> None:
         """Start another run of an IDLE or INACTIVE agent's loop (a message arrived)."""
