@@ -306,7 +306,6 @@ class Daemon(LoggingConfigurable):
         if self.kernel_manager is None:
             self.kernel_manager = AsyncMultiKernelManager()
         await self.recovery.reap_kernels()
-        await self.router.ready()
         # Agents work in the root (their relative paths, exports included, land there).
         root = str(Path(self.root_dir).resolve())
         self.launcher = self.kernel_launcher_class(
@@ -323,7 +322,9 @@ class Daemon(LoggingConfigurable):
         }
         self.pool.start_timeout = self.kernel_start_timeout
         self.pool.on_start = self._kernel_started
+        # The pool's first kernels (and the kernel template) start while litellm imports.
         self.pool.fill()
+        await self.router.ready()
         self.recovery.resume()
         self._started.set()
 

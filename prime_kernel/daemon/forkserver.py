@@ -79,9 +79,10 @@ class ForkedProcess:
         return self.returncode
 
     def send_signal(self, signum: int) -> None:
-        if self.returncode is not None:
-            raise ProcessLookupError(f"process {self.pid} has ended")
-        signal.pidfd_send_signal(self._pidfd, signum)
+        # As Popen: a process known to have ended is not signalled (nor an error).
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signum)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)

@@ -412,7 +412,8 @@ def _end_as(status: int) -> int:
     """This process's exit, told as the kernel's: the same exit code, or the same signal."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
+            signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
         os.kill(os.getpid(), sig)
     return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
