@@ -52,9 +52,12 @@ class IpcIOPubThread(IOPubThread):
 
 
 class PrimeShell(ZMQInteractiveShell):
-    """The shell of a forked kernel. Built in the template with an in-memory history (IPython's
-    history database is a file and its saving thread a thread: neither survives a fork); each
-    kernel opens its own with `open_history()`."""
+    """The shell of a forked kernel, built in the template with no history (a database
+    connection must not cross a fork); each kernel opens its own with `open_history()`.
+
+    A forked agent kernel's history is in memory: its own (up-arrow in a console attached to
+    it, %history), gone with it — in the sandbox its home was thrown away with it anyway — and
+    the user's ~/.ipython history gets no agent cells. No file to sync, no saving thread."""
 
     template = False
 
@@ -67,7 +70,8 @@ class PrimeShell(ZMQInteractiveShell):
 
     def open_history(self) -> None:
         old = self.history_manager
-        super().init_history()
+        self.history_manager = HistoryManager(shell=self, parent=self, hist_file=":memory:")
+        self.configurables.append(self.history_manager)  # type: ignore[arg-type]
         if old is not None:
             self.configurables.remove(old)
         # The namespace holds the history's own lists (In, Out, _ih, ...): the new ones.
