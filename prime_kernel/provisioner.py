@@ -15,7 +15,9 @@ in this process (the jupyter_server extension or `prime-agent`):
 - and, when the daemon's launcher has a fork server, forks the agent kernel from a template
   instead of exec'ing its command (prime_kernel/daemon/forkserver.py): the same boot pipe, the
   same sandbox (bwrap's command line with a placeholder that the kernel replaces), the same
-  kernel for jupyter_client. Where forking fails, the kernel is started from its command.
+  kernel for jupyter_client. Without a template (it cannot start, or keeps dying) the kernel
+  is started from its command; a sandbox a forked kernel cannot join fails that kernel's start,
+  and the kernels after it are started from their command.
 
 A kernel started with no daemon around behaves exactly like a plain local kernel.
 """

@@ -60,6 +60,15 @@ class ForkedProcess:
         self._pidfd = pidfd
         self._template = template
         self._ended = asyncio.Event()
+        self._started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Retrieved here: no one may wait for a kernel whose start is abandoned.
+        self._started.add_done_callback(lambda f: f.cancelled() or f.exception())
+        self._watch: asyncio.Task[None] | None = None
+
+    async def started(self) -> None:
+        """Until the kernel has bound its sockets (a client connecting earlier would wait for
+        ZMQ's reconnect interval); RuntimeError if it failed to start."""
+        await asyncio.shield(self._started)
 
     def poll(self) -> int | None:
         if self.returncode is None and not self._template.alive and self._gone():
@@ -274,33 +283,41 @@ class ForkServer:
         argv: list[str],
         boot_fd: int,
     ) -> ForkedProcess:
-        """A kernel forked from the template for its kind, once it has bound its sockets.
-
-        ForkError: no kernel was started (start it the usual way); RuntimeError: the kernel
-        started and failed."""
+        """A kernel forked from the template for its kind; it finishes its start meanwhile
+        (`ForkedProcess.started()`). ForkError: no kernel was started (start it the usual
+        way)."""
         key = Key(python, cwd, sandbox is not None)
         template = await self._template(key, env)
         ready_r, ready_w = os.pipe()
         try:
             request = {"argv": argv, "cwd": cwd, "env": env, "sandbox": sandbox}
             process = await template.fork(request, [boot_fd, ready_w], self.start_timeout)
+        except BaseException:
+            os.close(ready_r)
+            raise
         finally:
             os.close(ready_w)
+        process._watch = asyncio.ensure_future(self._watch_start(key, process, ready_r))
+        return process
+
+    async def _watch_start(self, key: Key, process: ForkedProcess, fd: int) -> None:
         try:
-            message = await self._wait_ready(ready_r)
+            message = await self._wait_ready(fd)
         finally:
-            os.close(ready_r)
+            os.close(fd)
         if message == "ok":
-            return process
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
+            process._started.set_result(None)
+            return
+        process.kill()
         where, _, detail = message.removeprefix("error:").partition(":")
         if where == "sandbox":
             self._broken[key] = f"a forked kernel could not enter its sandbox: {detail}"
             log.warning("%s; sandboxed kernels are started without a template", self._broken[key])
-            raise ForkError(self._broken[key])
-        code = await process.ended()
-        raise RuntimeError(f"the forked kernel failed to start (exit {code}): {detail}")
+            error = RuntimeError(self._broken[key])
+        else:
+            code = await process.ended()
+            error = RuntimeError(f"the forked kernel failed to start (exit {code}): {detail}")
+        process._started.set_exception(error)
 
     async def _wait_ready(self, fd: int) -> str:
         """What the kernel wrote on its ready pipe (one write, smaller than PIPE_BUF)."""

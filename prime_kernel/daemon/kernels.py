@@ -192,6 +192,7 @@ class KernelRunner:
 
     async def start(self, timeout: float = 60) -> None:
         self.launcher.adopt(self.kernel_id)
+        await asyncio.wait_for(self.launcher.started(self.kernel_id), timeout)
         # No heartbeat channel: the kernel's process is watched instead, and the heartbeat
         # poller blocks the event loop for seconds at a time.
         self.client.start_channels(hb=False)

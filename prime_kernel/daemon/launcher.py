@@ -31,7 +31,7 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import Bool, Float, Instance, Unicode, default
 from traitlets.config import LoggingConfigurable
 
-from .forkserver import ForkServer
+from .forkserver import ForkedProcess, ForkServer
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,9 @@ class KernelLauncher(LoggingConfigurable):
 
     def client(self, kernel_id: str) -> AsyncKernelClient:
         return self.manager(kernel_id).client()
+
+    async def started(self, kernel_id: str) -> None:
+        """Until the kernel's process can be connected to (before it answers)."""
 
     def adopt(self, kernel_id: str) -> None:
         """The daemon watches the kernel itself and decides what a death means for its session
@@ -165,6 +168,11 @@ class LocalLauncher(KernelLauncher):
 
     def launch(self) -> AgentLaunch:
         return AgentLaunch(fork_server=self.fork_server)
+
+    async def started(self, kernel_id: str) -> None:
+        process = getattr(self.manager(kernel_id).provisioner, "process", None)
+        if isinstance(process, ForkedProcess):
+            await process.started()
 
 
 def forking_works() -> bool:
