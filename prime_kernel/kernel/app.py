@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import os
 import sys
+from types import SimpleNamespace
 from typing import Any
 
 import zmq
-from ipykernel import kernelapp
+from ipykernel import ipkernel, kernelapp
 from ipykernel.iostream import IOPubThread
 from ipykernel.ipkernel import IPythonKernel
 from ipykernel.kernelapp import IPKernelApp
@@ -95,8 +96,35 @@ class PrimeShell(ZMQInteractiveShell):
         self.db = type(self.db)(os.path.join(profile_dir.location, "db"))
 
 
+class _ModulesSeen:
+    """Stands for `sys` in ipykernel.ipkernel while a forked kernel's IPythonKernel is made.
+
+    IPythonKernel.__init__ lists the file of every loaded module for its debugger, and so writes
+    to (for a reference count) every module object: in a forked kernel, about 7 MB of the
+    template's pages copied, a third of what the kernel has of its own. The template made that
+    list once (`PrimeKernel.template_modules`, stand-ins packed together); this hands it over."""
+
+    def __init__(self, modules: dict[str, Any]) -> None:
+        self.modules = modules
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys, name)
+
+
 class PrimeKernel(IPythonKernel):
     shell_class = Type(PrimeShell)
+    # Set in the template: each loaded module, as a stand-in with only its __file__.
+    template_modules: dict[str, Any] = {}
+
+    def __init__(self, **kwargs: Any) -> None:
+        if not PrimeKernel.template_modules:
+            super().__init__(**kwargs)
+            return
+        ipkernel.sys = _ModulesSeen(PrimeKernel.template_modules)  # type: ignore[assignment]
+        try:
+            super().__init__(**kwargs)
+        finally:
+            ipkernel.sys = sys
 
 
 class PrimeKernelApp(IPKernelApp):
@@ -115,6 +143,12 @@ class PrimeKernelApp(IPKernelApp):
         BaseIPythonApplication.initialize(self, [])
         self.init_pdb()
         self.init_blackhole()
+        # Copies, made one after the other: a kernel reading them touches few pages.
+        PrimeKernel.template_modules = {
+            name: SimpleNamespace(__file__=(path + "/")[:-1])
+            for name, module in list(sys.modules.items())
+            if isinstance(path := getattr(module, "__file__", None), str) and path
+        }
         PrimeShell.template = True
         try:
             PrimeShell.instance(
