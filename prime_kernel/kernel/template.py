@@ -65,6 +65,7 @@ PRELOAD = [
     "IPython.core.completerlib",
     "faulthandler",
     "tornado.locks",
+    "tornado.platform.asyncio",
     "tornado.queues",
     "prime_kernel",
     "prime_kernel.kernel.capability",
