@@ -101,6 +101,30 @@ async def test_a_forked_kernel_is_a_kernel_of_the_server(daemon, sandbox_mode, j
         await daemon.pool.discard(runner)
 
 
+async def test_a_forked_kernel_holds_no_descriptor_of_the_template(daemon, sandbox_mode):
+    runner, _ = await forked_kernel(daemon)
+    try:
+        result = await runner.execute(
+            "import os, stat\n"
+            "fds = {}\n"
+            "for fd in map(int, os.listdir('/proc/self/fd')):\n"
+            "    try:\n"
+            "        is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)\n"
+            "        fds[fd] = (is_dir, os.readlink(f'/proc/self/fd/{fd}'))\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "fds"
+        )
+        fds = eval(result.outputs[0]["data"]["text/plain"])
+        # No folder (an openat() way out of the sandbox), no socket to the template.
+        assert not [fd for fd, (is_dir, _) in fds.items() if is_dir], fds
+        pidfds = [fd for fd, (_, target) in fds.items() if "pidfd" in target]
+        # Without a sandbox, the one pidfd is the server's, which the kernel watches.
+        assert len(pidfds) == (0 if sandbox_mode == "bwrap" else 1), fds
+    finally:
+        await daemon.pool.discard(runner)
+
+
 async def test_a_killed_kernel_is_seen_dead(daemon):
     runner, km = await forked_kernel(daemon)
     try:
