@@ -11,7 +11,13 @@ in this process (the jupyter_server extension or `prime-agent`):
   command line;
 - for agent kernels (those the daemon starts, see `agent_kernels()`): leaves provider keys out
   of the environment, asks for resource limits and, where it works, wraps the kernel in the
-  bubblewrap sandbox (prime_kernel/daemon/sandbox.py).
+  bubblewrap sandbox (prime_kernel/daemon/sandbox.py);
+- and, when the daemon's launcher has a fork server, forks the agent kernel from a template
+  instead of exec'ing its command (prime_kernel/daemon/forkserver.py): the same boot pipe, the
+  same sandbox (bwrap's command line with a placeholder that the kernel replaces), the same
+  kernel for jupyter_client. Without a template (it cannot start, or keeps dying) the kernel
+  is started from its command; a sandbox a forked kernel cannot join fails that kernel's start,
+  and the kernels after it are started from their command.
 
 A kernel started with no daemon around behaves exactly like a plain local kernel.
 """
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 from typing import Any
 
@@ -29,9 +36,13 @@ from traitlets import List, Unicode
 
 from .daemon import private
 from .daemon import sandbox as sandbox_mod
-from .daemon.kernels import agent_launch
+from .daemon.forkserver import ForkedProcess, ForkError, ForkServer
+from .daemon.launcher import agent_launch
 from .kernel.boot import BOOT_FD_ENV
+from .kernel.template import INFO_FD, PLACEHOLDER
 from .protocol.wire import TOKEN_ENV, URL_ENV
+
+log = logging.getLogger(__name__)
 
 
 class PrimeProvisioner(LocalProvisioner):
@@ -44,8 +55,11 @@ class PrimeProvisioner(LocalProvisioner):
 
     # Set at the first launch and kept across restarts: a restarted agent kernel stays one.
     _agent: bool | None = None
+    _fork_server: ForkServer | None = None
     _sandboxed = False
     _boot_fd: int | None = None
+    # What fork_server.fork() needs for this launch (set by pre_launch when it may fork).
+    _fork: dict[str, Any] | None = None
 
     @property
     def agent(self) -> bool:
@@ -59,7 +73,10 @@ class PrimeProvisioner(LocalProvisioner):
         from .daemon.daemon import current_daemon
 
         if self._agent is None:
-            self._agent = agent_launch.get()
+            launch = agent_launch.get()
+            self._agent = launch is not None
+            self._fork_server = launch.fork_server if launch is not None else None
+        self._fork = None
         daemon = current_daemon()
         connected = daemon is not None and bool(daemon.url)
         km = self.parent
@@ -87,7 +104,16 @@ class PrimeProvisioner(LocalProvisioner):
             # Agents call models through the daemon; they never need a provider key.
             for name in [n for n in env if is_secret_name(n)]:
                 del env[name]
-            kwargs["cmd"] = self._sandbox(kwargs["cmd"], kwargs, doc, daemon)
+            cmd = kwargs["cmd"]
+            kwargs["cmd"], placeholder = self._sandbox(cmd, kwargs, doc, daemon)
+            if self._fork_server is not None and _forkable(cmd):
+                self._fork = {
+                    "python": cmd[0],
+                    "argv": cmd,
+                    "cwd": os.path.realpath(str(kwargs.get("cwd") or os.getcwd())),
+                    "env": dict(env),
+                    "sandbox": placeholder,
+                }
         doc["token"] = daemon.tokens.mint(self.kernel_id, notebook=not self.agent)
         read_end, write_end = os.pipe()
         os.write(write_end, json.dumps(doc).encode())  # far below a pipe's buffer
@@ -100,16 +126,18 @@ class PrimeProvisioner(LocalProvisioner):
 
     def _sandbox(
         self, cmd: list[str], kwargs: dict[str, Any], doc: dict[str, Any], daemon: Any
-    ) -> list[str]:
+    ) -> tuple[list[str], list[str] | None]:
+        """The kernel command wrapped in the sandbox, and the same sandbox around the fork
+        placeholder; `cmd` and None without a sandbox."""
         sandbox = sandbox_mod.active()
         if sandbox is None:
             self._sandboxed = False
-            return cmd
+            return cmd, None
         probe = sandbox.probe()
         self._sandboxed = probe.mode == sandbox_mod.BWRAP
         doc["limits"] = sandbox.limits(self._sandboxed)
         if not self._sandboxed:
-            return cmd
+            return cmd, None
         if probe.bwrap is None:
             raise RuntimeError(f"the agent kernel sandbox is required but {probe.reason}")
         from jupyter_core.paths import jupyter_runtime_dir
@@ -129,12 +157,19 @@ class PrimeProvisioner(LocalProvisioner):
             private_dirs=[str(private.kernel_dir(self.kernel_id))],
             private_files=[connection_file, str(private.socket_path())],
         )
-        return sandbox.command(cmd, layout, cwd=os.path.realpath(cwd), bwrap=probe.bwrap)
+        cwd = os.path.realpath(cwd)
+        return (
+            sandbox.command(cmd, layout, cwd=cwd, bwrap=probe.bwrap),
+            sandbox.command(PLACEHOLDER, layout, cwd=cwd, bwrap=probe.bwrap, info_fd=INFO_FD),
+        )
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
         from .daemon.daemon import current_daemon
 
         try:
+            if self._fork is not None and self._fork_server is not None:
+                with contextlib.suppress(ForkError):
+                    return await self._launch_forked(self._fork_server, self._fork)
             return await super().launch_kernel(cmd, **kwargs)
         except BaseException:
             daemon = current_daemon()
@@ -144,6 +179,36 @@ class PrimeProvisioner(LocalProvisioner):
         finally:
             # The kernel holds its own copy of the pipe now (or failed to start).
             self._close_boot_fd()
+
+    async def _launch_forked(
+        self, server: ForkServer, fork: dict[str, Any]
+    ) -> KernelConnectionInfo:
+        assert self._boot_fd is not None
+        env = {k: v for k, v in fork["env"].items() if k != BOOT_FD_ENV}
+        try:
+            process = await server.fork(
+                python=fork["python"],
+                cwd=fork["cwd"],
+                env=env,
+                sandbox=fork["sandbox"],
+                argv=fork["argv"],
+                boot_fd=self._boot_fd,
+            )
+        except ForkError as e:
+            log.warning("kernel %s: %s; starting it from its command", self.kernel_id, e)
+            raise
+        self.process = process  # type: ignore[assignment]  # Popen's interface, as LocalProvisioner uses it
+        # The kernel (or its handle in the sandbox) leads a process group of its own.
+        self.pid = self.pgid = process.pid
+        self.cwd = fork["cwd"]
+        return self.connection_info
+
+    async def wait(self) -> int | None:
+        if isinstance(self.process, ForkedProcess):
+            code = await self.process.ended()
+            self.process = None
+            return code
+        return await super().wait()
 
     def _close_boot_fd(self) -> None:
         if self._boot_fd is not None:
@@ -161,3 +226,8 @@ class PrimeProvisioner(LocalProvisioner):
         await super().cleanup(restart=restart)
         if not restart:
             private.remove_kernel_dir(self.kernel_id)
+
+
+def _forkable(cmd: list[str]) -> bool:
+    """Whether `cmd` is the Prime kernel's own command, which a template can stand in for."""
+    return cmd[1:3] == ["-m", "prime_kernel.kernel"] and "-f" in cmd

@@ -58,6 +58,7 @@ from .compaction import compact_if_needed
 from .events import EventLog, Listener
 from .goals import Goals
 from .kernels import CellResult, KernelPool, KernelRunner
+from .launcher import KernelLauncher, LocalLauncher
 from .lifecycle import Lifecycle
 from .loop import AgentLoop, TurnLimitReached
 from .mailbox import Limits, Mailbox
@@ -231,6 +232,13 @@ class Daemon(LoggingConfigurable):
     loop_class = Type(AgentLoop, config=True, help="The agent loop implementation.")
     harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
     store_class = Type(SqliteStore, klass=Store, config=True, help="The store implementation.")
+    kernel_launcher_class = Type(
+        LocalLauncher,
+        klass=KernelLauncher,
+        config=True,
+        help="Where agent kernels run: LocalLauncher (kernels of this server, forked from a "
+        "template; see c.LocalLauncher) or another KernelLauncher.",
+    )
 
     kernel_manager = Instance(AsyncMultiKernelManager, allow_none=True)
     url = Unicode("", help="Base URL kernels call back to (set by the server adapter).")
@@ -301,6 +309,7 @@ class Daemon(LoggingConfigurable):
         )
         self.refiner = Refiner(self)
         self.recovery = Recovery(self)
+        self.launcher: KernelLauncher | None = None
         self.pool: KernelPool | None = None
         self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
         # An id of this daemon's run: list cursors (`changed_after`) are only valid within it.
@@ -352,16 +361,22 @@ class Daemon(LoggingConfigurable):
         await self.recovery.reap_kernels()
         # Agents work in the root (their relative paths, exports included, land there).
         root = str(Path(self.root_dir).resolve())
-        self.pool = KernelPool(
-            self.kernel_manager, self.kernel_name, self.pool_size, lambda: {"cwd": root}
+        self.launcher = self.kernel_launcher_class(
+            parent=self,
+            kernel_manager=self.kernel_manager,
+            kernel_name=self.kernel_name,
+            start_timeout=self.kernel_start_timeout,
         )
+        await self.launcher.start()
+        self.pool = KernelPool(self.launcher, self.pool_size, lambda: {"cwd": root})
         self.pool.runner_kwargs = {
             "max_output_bytes": self.max_cell_output_bytes,
             "poll_interval": self.kernel_poll_interval,
         }
         self.pool.start_timeout = self.kernel_start_timeout
         self.pool.on_start = self._kernel_started
-        self.pool.fill()  # kernels start while litellm is imported (seconds, in a thread)
+        # The pool's first kernels (and the kernel template) start while litellm imports.
+        self.pool.fill()
         await self.router.ready()
         self.recovery.resume()
         self.schedules.start()  # after resume(): ticks go to the sessions it took back
@@ -376,6 +391,8 @@ class Daemon(LoggingConfigurable):
         await asyncio.gather(*self._background, return_exceptions=True)
         if self.pool:
             await self.pool.close()
+        if self.launcher:
+            await self.launcher.stop()
         await self.router.close()
         await self.store.close()
         self.harness.close()
@@ -722,10 +739,7 @@ class Daemon(LoggingConfigurable):
                 raise PrimeError(f"could not load the context in the child's REPL: {detail}")
 
     def _kernel_started(self, runner: KernelRunner) -> None:
-        km = runner.km
-        self.store.record_kernel(
-            runner.kernel_id, {"pid": runner.pid, "connection_file": km.connection_file}
-        )
+        self.store.record_kernel(runner.kernel_id, runner.launcher.record(runner.kernel_id))
 
     def _ended(self, record: SessionRecord, live: LiveSession | None, _: SessionState) -> None:
         """A session reached a terminal state: its kernel goes, or is kept for co-working."""
@@ -771,11 +785,8 @@ class Daemon(LoggingConfigurable):
         if runner.busy:
             await runner.terminate(grace=1.0)  # a cell that ignores interrupts: stop it hard
         await runner.stop()
-        assert self.kernel_manager is not None
         with contextlib.suppress(Exception):
-            result = self.kernel_manager.shutdown_kernel(runner.kernel_id, now=True)
-            if asyncio.iscoroutine(result):
-                await result
+            await runner.launcher.shutdown(runner.kernel_id)
 
     def kernel_ended(self, kernel_id: str) -> None:
         """A kernel was shut down outside the daemon (a person, in the Running panel): the

@@ -1,9 +1,11 @@
 """Driving session kernels as an ordinary Jupyter client, and keeping a warm pool of them.
 
-`KernelRunner` owns one async kernel client. A single pump task reads IOPub and routes each
-message by its parent: replies to our own execute requests go to the waiting `execute()`; cells
-someone else ran in the same kernel (a person in an attached console) are collected and handed
-to `on_foreign_cell`, which is how co-working shows up in the agent's trajectory.
+Both go through the daemon's kernel launcher (prime_kernel/daemon/launcher.py), which knows
+where kernels run. `KernelRunner` owns one async kernel client. A single pump task reads IOPub
+and routes each message by its parent: replies to our own execute requests go to the waiting
+`execute()`; cells someone else ran in the same kernel (a person in an attached console) are
+collected and handed to `on_foreign_cell`, which is how co-working shows up in the agent's
+trajectory.
 """
 
 from __future__ import annotations
@@ -12,15 +14,16 @@ import ast
 import asyncio
 import contextlib
 import logging
+import queue
 import signal
 import time
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from jupyter_client import AsyncKernelManager
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
+
+from .launcher import KernelLauncher
 
 log = logging.getLogger(__name__)
 
@@ -138,21 +141,6 @@ class _Collector:
         return text[:keep]
 
 
-# Set while the pool starts a kernel: the Prime provisioner then launches it as an agent kernel
-# (sandboxed, its token good only for the session it will serve, never for a notebook).
-agent_launch: ContextVar[bool] = ContextVar("prime_agent_launch", default=False)
-
-
-@contextlib.contextmanager
-def agent_kernels() -> Iterator[None]:
-    """Kernels started inside this block serve agent sessions."""
-    reset = agent_launch.set(True)
-    try:
-        yield
-    finally:
-        agent_launch.reset(reset)
-
-
 # Asked of the kernel after every agent cell (in the same execute request, so no extra round
 # trip): the names in its namespace, to say later what a restore from a snapshot lost.
 NAMES_EXPRESSION = "__import__('prime_kernel.kernel.snapshot', fromlist=['names']).names()"
@@ -183,19 +171,22 @@ class KernelRunner:
 
     def __init__(
         self,
-        kernel_manager: AsyncMultiKernelManager,
+        kernels: KernelLauncher | AsyncMultiKernelManager,
         kernel_id: str,
         *,
         max_output_bytes: int = 10_000_000,
         on_foreign_cell: Callable[[CellResult], None] | None = None,
         poll_interval: float = 0.5,
     ) -> None:
-        self.kernel_manager = kernel_manager
+        # A multi-kernel manager stands for its own kernels (a person's kernel of the server).
+        if not isinstance(kernels, KernelLauncher):
+            kernels = KernelLauncher(kernel_manager=kernels)
+        self.launcher = kernels
         self.kernel_id = kernel_id
         self.max_output_bytes = max_output_bytes
         self.on_foreign_cell = on_foreign_cell
         self.poll_interval = poll_interval
-        self.client = self.km.client()
+        self.client = kernels.client(kernel_id)
         self._pending: dict[str, _Collector] = {}
         self._foreign: dict[str, _Collector] = {}
         self._pump: asyncio.Task[None] | None = None
@@ -204,32 +195,41 @@ class KernelRunner:
         self._inflight: str | None = None
 
     @property
-    def km(self) -> AsyncKernelManager:
-        # get_kernel() is annotated with the blocking KernelManager; an async multi-kernel
-        # manager's kernels are AsyncKernelManagers, whose client() is an AsyncKernelClient.
-        return cast(AsyncKernelManager, self.kernel_manager.get_kernel(self.kernel_id))
-
-    @property
     def busy(self) -> bool:
         """Whether one of our cells is running (or was given up on and never finished)."""
         return self._lock.locked() or self.wedged
 
-    @property
-    def pid(self) -> int | None:
-        provisioner = self.km.provisioner
-        return getattr(provisioner, "pid", None) if provisioner is not None else None
-
     async def start(self, timeout: float = 60) -> None:
-        # The daemon watches its kernels itself and decides what a death means for the session
-        # (told to the model, REPL restored); the manager's silent auto-restart must not run.
-        km = self.km
-        km.stop_restarter()  # a no-op once autorestart is off: stop it first
-        km.autorestart = False
+        self.launcher.adopt(self.kernel_id)
+        await asyncio.wait_for(self.launcher.started(self.kernel_id), timeout)
         # No heartbeat channel: the kernel's process is watched instead, and the heartbeat
         # poller blocks the event loop for seconds at a time.
         self.client.start_channels(hb=False)
-        await self.client.wait_for_ready(timeout=timeout)
+        await self._wait_ready(timeout)
         self._pump = asyncio.create_task(self._pump_iopub(), name=f"iopub-{self.kernel_id}")
+
+    async def _wait_ready(self, timeout: float) -> None:
+        """Until the kernel answers a kernel_info request on its shell channel and IOPub
+        delivers (its welcome, or the status of that request). jupyter_client's
+        `wait_for_ready()` does the same but then waits for 0.2 s of IOPub silence: a fifth of
+        a second on every start, more than a forked kernel takes to start."""
+        deadline = time.monotonic() + timeout
+        while True:
+            msg_id = self.client.kernel_info()
+            reply = await self._wait_reply(msg_id, min(1.0, deadline - time.monotonic()), None)
+            if reply is not None:
+                with contextlib.suppress(queue.Empty, asyncio.TimeoutError):
+                    await self.client.get_iopub_msg(timeout=0.5)
+                    version = str(reply["content"].get("protocol_version", "5"))
+                    adapt = int(version.split(".")[0])
+                    if adapt != 5:  # as wait_for_ready adapts the session to older kernels
+                        self.client.session.adapt_version = adapt
+                    return
+            code = await self.exit_code()
+            if code is not None:
+                raise RuntimeError(f"the kernel ended before it answered ({describe_exit(code)})")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the kernel did not answer in {timeout:.0f} seconds")
 
     async def stop(self) -> None:
         if self._pump:
@@ -241,10 +241,7 @@ class KernelRunner:
 
     async def exit_code(self) -> int | None:
         """None while the kernel's process runs; its exit code (negative: signal) once it died."""
-        provisioner = self.km.provisioner
-        if provisioner is None:
-            return 0
-        return await provisioner.poll()
+        return await self.launcher.exit_code(self.kernel_id)
 
     async def _pump_iopub(self) -> None:
         session_id = self.client.session.session
@@ -342,9 +339,10 @@ class KernelRunner:
             return result
 
     async def _wait_reply(
-        self, msg_id: str, timeout: float | None, result: CellResult
+        self, msg_id: str, timeout: float | None, result: CellResult | None
     ) -> dict[str, Any] | None:
-        """The shell reply to `msg_id`; None on timeout or if the kernel died (status `died`)."""
+        """The shell reply to `msg_id`; None on timeout or if the kernel died (`result`'s status
+        then `died`)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -358,8 +356,9 @@ class KernelRunner:
             except Exception:  # queue.Empty: nothing yet; is the kernel still there?
                 code = await self.exit_code()
                 if code is not None:
-                    result.status = "died"
-                    result.exit = describe_exit(code)
+                    if result is not None:
+                        result.status = "died"
+                        result.exit = describe_exit(code)
                     return None
                 continue
             if (reply.get("parent_header") or {}).get("msg_id") == msg_id:
@@ -376,31 +375,27 @@ class KernelRunner:
         return not self.wedged
 
     async def interrupt(self) -> None:
-        # Annotated `-> None`, but it returns the kernel's own interrupt_kernel() result, a
-        # coroutine for an AsyncKernelManager.
-        await _maybe_await(
-            self.kernel_manager.interrupt_kernel(self.kernel_id)  # type: ignore[func-returns-value]
-        )
+        await self.launcher.interrupt(self.kernel_id)
 
     async def terminate(self, grace: float = 2.0) -> None:
         """Stop whatever the kernel is doing the hard way: SIGTERM, then SIGKILL after `grace`."""
         if await self.exit_code() is None:
             with contextlib.suppress(Exception):
-                await self.km.signal_kernel(signal.SIGTERM)
+                await self.launcher.signal(self.kernel_id, signal.SIGTERM)
             deadline = time.monotonic() + grace
             while time.monotonic() < deadline and await self.exit_code() is None:
                 await asyncio.sleep(0.05)
         if await self.exit_code() is None:
             with contextlib.suppress(Exception):
-                await self.km.signal_kernel(signal.SIGKILL)
+                await self.launcher.signal(self.kernel_id, signal.SIGKILL)
 
     async def restart(self, timeout: float = 60, grace: float = 2.0) -> None:
         """Replace a dead or wedged kernel by a fresh one under the same kernel id (a console a
         person attached stays attached); its REPL is empty."""
         await self.terminate(grace)
         await self.stop()
-        await _maybe_await(self.kernel_manager.restart_kernel(self.kernel_id, now=True))
-        self.client = self.km.client()
+        await self.launcher.restart(self.kernel_id)
+        self.client = self.launcher.client(self.kernel_id)
         self._pending.clear()
         self._foreign.clear()
         self.wedged = False
@@ -423,13 +418,11 @@ class KernelPool:
 
     def __init__(
         self,
-        kernel_manager: AsyncMultiKernelManager,
-        kernel_name: str,
+        launcher: KernelLauncher,
         size: int,
         start_kwargs: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
-        self.kernel_manager = kernel_manager
-        self.kernel_name = kernel_name
+        self.launcher = launcher
         self.size = size
         self.start_kwargs = start_kwargs or dict
         self._ready: asyncio.Queue[KernelRunner] = asyncio.Queue()
@@ -442,20 +435,15 @@ class KernelPool:
         self.on_start: Callable[[KernelRunner], None] | None = None
 
     async def start_kernel(self) -> KernelRunner:
-        with agent_kernels():
-            kernel_id = await _maybe_await(
-                self.kernel_manager.start_kernel(
-                    kernel_name=self.kernel_name, **self.start_kwargs()
-                )
-            )
-        runner = KernelRunner(self.kernel_manager, kernel_id, **self.runner_kwargs)
+        kernel_id = await self.launcher.start_kernel(**self.start_kwargs())
+        runner = KernelRunner(self.launcher, kernel_id, **self.runner_kwargs)
         if self.on_start is not None:
             self.on_start(runner)
         try:
             await runner.start(timeout=self.start_timeout)
         except BaseException:
             with contextlib.suppress(Exception):
-                await _maybe_await(self.kernel_manager.shutdown_kernel(kernel_id, now=True))
+                await self.launcher.shutdown(kernel_id)
             raise
         return runner
 
@@ -485,7 +473,7 @@ class KernelPool:
         while not self._ready.empty():
             runner = self._ready.get_nowait()
             try:
-                alive = await _maybe_await(self.kernel_manager.is_alive(runner.kernel_id))
+                alive = await self.launcher.is_alive(runner.kernel_id)
             except asyncio.CancelledError:
                 self._ready.put_nowait(runner)  # still a good kernel for the next session
                 raise
@@ -525,7 +513,7 @@ class KernelPool:
     async def discard(self, runner: KernelRunner) -> None:
         await runner.stop()
         with contextlib.suppress(Exception):
-            await _maybe_await(self.kernel_manager.shutdown_kernel(runner.kernel_id, now=True))
+            await self.launcher.shutdown(runner.kernel_id)
 
     async def close(self) -> None:
         self._closed = True
@@ -534,9 +522,3 @@ class KernelPool:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         while not self._ready.empty():
             await self.discard(self._ready.get_nowait())
-
-
-async def _maybe_await(value: Any) -> Any:
-    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
-        return await value
-    return value

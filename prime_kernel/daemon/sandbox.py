@@ -256,8 +256,17 @@ class Sandbox(LoggingConfigurable):
             writable=_clean([root_dir, *self.writable_paths, *private_dirs], root_ok=True),
         )
 
-    def command(self, kernel_cmd: list[str], layout: Layout, *, cwd: str, bwrap: str) -> list[str]:
-        """`kernel_cmd` wrapped in bwrap with `layout`.
+    def command(
+        self,
+        kernel_cmd: list[str],
+        layout: Layout,
+        *,
+        cwd: str,
+        bwrap: str,
+        info_fd: int | None = None,
+    ) -> list[str]:
+        """`kernel_cmd` wrapped in bwrap with `layout`; with `info_fd`, bwrap writes the
+        sandbox's pid there (a forked kernel joins the sandbox by it).
 
         The outer bwrap process ignores SIGINT (`trap '' INT` before exec; ignored signals
         stay ignored across exec): Jupyter interrupts a kernel by signalling its process
@@ -298,6 +307,8 @@ class Sandbox(LoggingConfigurable):
         # The kernel's parent inside is the namespace's init, pid 1, which ipykernel takes
         # as "no parent to poll" (it would take any other pid for a dead parent and exit);
         # --die-with-parent does that job.
+        if info_fd is not None:
+            argv += ["--info-fd", str(info_fd)]
         argv += ["--setenv", "JPY_PARENT_PID", "1", "--chdir", cwd, "--", *kernel_cmd]
         return ["/bin/sh", "-c", "trap '' INT; exec \"$@\"", "sh", *argv]
 

@@ -37,14 +37,15 @@ _RLIMITS = {
 }
 
 
-def read() -> dict[str, Any] | None:
-    """The boot document, read once (the pipe is closed after); None without one."""
-    fd = os.environ.pop(BOOT_FD_ENV, None)
-    if fd is None:
+def read(fd: int | None = None) -> dict[str, Any] | None:
+    """The boot document, read once from `fd` or the descriptor `PRIME_BOOT_FD` names (the
+    pipe is closed after); None without one."""
+    named = os.environ.pop(BOOT_FD_ENV, None)
+    if fd is None and named is None:
         return None
     chunks = []
     try:
-        n = int(fd)
+        n = fd if fd is not None else int(named or "")
         while chunk := os.read(n, 65536):
             chunks.append(chunk)
         os.close(n)

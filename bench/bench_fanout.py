@@ -1,0 +1,299 @@
+"""Fan-out benchmark: agent kernels forked from a template vs. started from their command.
+
+    python bench/bench_fanout.py [--sizes 10,50,100,200] [--starts 20] [--idle 10]
+                                 [--sandbox auto|bwrap|none] [--launchers fork,plain]
+
+One run measures, on this machine and at this load (printed with each phase):
+
+- floor: a bare jupyter_client kernel start + wait_for_ready (no daemon, no sandbox);
+- per launcher ("fork": `c.LocalLauncher.fork = True`; "plain": every kernel from its
+  command), each in a real server of its own (the `prime-agent run` code path, default
+  settings: pool of 2, 4 sessions at once):
+  - child kernel ready with the pool exhausted: `KernelPool.start_kernel()` (launch + the
+    kernel answering), p50 and p95; and `rlm()` -> the child RUNNING, seen from the calling
+    cell, with pool size 0;
+  - `rlm.map` + `rlm.gather` of N trivial children (a scripted model whose first turn runs
+    `answer(1)`), wall time from the calling cell, for each N of --sizes;
+  - memory of an idle child kernel: PSS (/proc/<pid>/smaps_rollup) of each kernel's processes
+    (with a sandbox: bwrap and the init too), over --idle kernels; for "fork" also the
+    template's, and both together per kernel. Reading another process's PSS needs the same
+    user and, for Prime kernels (non-dumpable), CAP_SYS_PTRACE: run it as root, or it says n/a.
+
+Ratios are to the floor, and fork to plain. Nothing is asserted. Each launcher runs in a
+process of its own, one after the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from floors import kernel_start_floor
+
+from prime_kernel.cli.run import make_server
+from prime_kernel.daemon.kernels import KernelRunner
+from prime_kernel.models import scripted
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def p95(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
+
+
+def pss_kb(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+async def drain_pool(daemon: Any) -> None:
+    daemon.pool.size = 0
+    await asyncio.gather(*daemon.pool._tasks, return_exceptions=True)
+    while not daemon.pool._ready.empty():
+        await daemon.pool.discard(daemon.pool._ready.get_nowait())
+
+
+async def refill_pool(daemon: Any, size: int, timeout: float = 300) -> None:
+    daemon.pool.size = size
+    daemon.pool.fill()
+    deadline = time.monotonic() + timeout
+    while daemon.pool._ready.qsize() < size:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the warm pool did not fill")
+        await asyncio.sleep(0.05)
+
+
+async def run_cell(nb: KernelRunner, code: str, timeout: float = 3600) -> str:
+    res = await nb.execute(code, timeout=timeout)
+    errors = [o for o in res.outputs if o["output_type"] == "error"]
+    if errors:
+        raise RuntimeError("\n".join(errors[0]["traceback"]))
+    return "".join(o.get("text", "") for o in res.outputs if o["output_type"] == "stream")
+
+
+async def state_ts(daemon: Any, sid: str, state: str) -> float:
+    for e in await daemon.store.events(sid, kinds=["state"]):
+        if e["data"]["state"] == state:
+            return float(e["ts"])
+    raise LookupError(f"{sid} never reached {state}")
+
+
+async def measure(app: Any, args: argparse.Namespace) -> dict[str, Any]:
+    await app._post_start()
+    daemon = app.web_app.settings["prime_daemon"]
+    trivial = scripted.register_script("bench_trivial", [{"code": "answer(1)"}])
+    km = daemon.kernel_manager
+    kid = await km.start_kernel(kernel_name="prime-agent")
+    nb = KernelRunner(km, kid)
+    await nb.start()
+    pool_size = daemon.pool_size
+    out: dict[str, Any] = {"load": {"start": load()}}
+    await refill_pool(daemon, pool_size)
+
+    # Child kernel ready with the pool exhausted: every start pays the whole launch.
+    await drain_pool(daemon)
+    await daemon.pool.discard(await daemon.pool.start_kernel())  # warm (a template starts)
+    starts = []
+    for _ in range(args.starts):
+        t = time.perf_counter()
+        runner = await daemon.pool.start_kernel()
+        starts.append(time.perf_counter() - t)
+        await daemon.pool.discard(runner)
+    out["start_p50"], out["start_p95"] = statistics.median(starts), p95(starts)
+    ready = []
+    for _ in range(args.starts):
+        res = await run_cell(
+            nb,
+            f"import time\nt0 = time.time()\nh = rlm('ready?', model={trivial!r})\n"
+            "print(t0, h.session_id)",
+        )
+        t0, sid = res.split()
+        await daemon.wait(sid, 300)
+        ready.append(await state_ts(daemon, sid, "RUNNING") - float(t0))
+    out["rlm_ready_p50"], out["rlm_ready_p95"] = statistics.median(ready), p95(ready)
+    out["load"]["starts"] = load()
+
+    # Memory of idle kernels (no cell run yet beyond the start).
+    idle = [await daemon.pool.start_kernel() for _ in range(args.idle)]
+    await asyncio.sleep(2)
+    per_kernel = []
+    for runner in idle:
+        pid = km.get_kernel(runner.kernel_id).provisioner.pid
+        sizes = [pss_kb(p) for p in [pid, *descendants(pid)]]
+        if None not in sizes:
+            per_kernel.append(sum(s for s in sizes if s is not None) / 1024)
+    templates = []
+    fork_server = getattr(daemon.launcher, "fork_server", None)
+    if fork_server is not None:
+        templates = [pss_kb(t.pid) for t in fork_server.templates()]
+    out["pss_kernel"] = statistics.mean(per_kernel) if per_kernel else None
+    out["pss_template"] = (
+        sum(t for t in templates if t is not None) / 1024
+        if templates and None not in templates
+        else None
+    )
+    for runner in idle:
+        await daemon.pool.discard(runner)
+
+    # Fan-out at the default pool size.
+    await refill_pool(daemon, pool_size)
+    out["fanout"] = {}
+    for n in args.sizes:
+        await refill_pool(daemon, pool_size)
+        text = await run_cell(
+            nb,
+            "import time\nt = time.perf_counter()\n"
+            f"hs = rlm.map(['c'] * {n}, model={trivial!r})\n"
+            "rs = rlm.gather(hs, timeout=3600)\n"
+            "assert rs == [1] * len(hs), rs[:3]\n"
+            "print(time.perf_counter() - t)",
+        )
+        out["fanout"][str(n)] = float(text.split()[0])
+        out["load"][f"fanout {n}"] = load()
+    await nb.stop()
+    await km.shutdown_kernel(kid, now=True)
+    return out
+
+
+def worker(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as root:
+        app = make_server(
+            Path(root),
+            [
+                f"--LocalLauncher.fork={args.worker == 'fork'}",
+                f"--Sandbox.mode={args.sandbox}",
+                "--Daemon.keep_root_kernel=0",
+            ],
+        )
+        try:
+            res = app.io_loop.run_sync(lambda: measure(app, args))
+        finally:
+            app.io_loop.run_sync(app._cleanup)
+    res["sandbox"] = app.web_app.settings["prime_sandbox"].probe().mode
+    print(json.dumps(res))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,50,100,200")
+    parser.add_argument("--starts", type=int, default=20, help="starts timed per measure")
+    parser.add_argument("--idle", type=int, default=10, help="idle kernels for the PSS")
+    parser.add_argument("--sandbox", default="auto", choices=["auto", "bwrap", "none"])
+    parser.add_argument("--launchers", default="fork,plain")
+    parser.add_argument("--worker", choices=["fork", "plain"], help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    args.sizes = [int(n) for n in args.sizes.split(",") if n]
+    if args.worker:
+        worker(args)
+        return
+
+    print(f"load {load()}: floor (bare kernel start + wait_for_ready)", file=sys.stderr)
+    floor = asyncio.run(kernel_start_floor(5))
+    results: dict[str, Any] = {"floor": floor, "floor_load": load()}
+    for launcher in args.launchers.split(","):
+        print(f"load {load()}: {launcher}", file=sys.stderr)
+        argv = [sys.executable, __file__, "--worker", launcher, "--sandbox", args.sandbox]
+        argv += ["--sizes", ",".join(map(str, args.sizes))]
+        argv += ["--starts", str(args.starts), "--idle", str(args.idle)]
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"{launcher} failed:\n{done.stderr[-4000:]}")
+        results[launcher] = json.loads(done.stdout.strip().splitlines()[-1])
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    report(results, args)
+
+
+def report(r: dict[str, Any], args: argparse.Namespace) -> None:
+    floor = r["floor"]
+    names = [n for n in ("fork", "plain") if n in r]
+    print(
+        f"floor: bare kernel start + wait_for_ready {floor * 1e3:.0f} ms (load {r['floor_load']})"
+    )
+    for name in names:
+        print(
+            f"{name}: sandbox {r[name]['sandbox']}; load "
+            + "; ".join(f"{k} {v}" for k, v in r[name]["load"].items())
+        )
+    header = f"{'measure':<44}" + "".join(f"{n:>10}{n + '/floor':>13}" for n in names)
+    if len(names) == 2:
+        header += f"{'fork/plain':>12}"
+    print(header)
+
+    def row(label: str, key: str, unit: str = "ms", ratio: bool = True) -> None:
+        values = [r[n].get(key) for n in names]
+        line = f"{label:<44}"
+        for v in values:
+            if v is None:
+                line += f"{'n/a':>10}{'':>13}"
+            elif unit == "ms":
+                line += f"{v * 1e3:>8.0f}ms" + (f"{v / floor:>12.2f}x" if ratio else f"{'':>13}")
+            elif unit == "s":
+                line += f"{v:>9.1f}s" + (f"{v / floor:>12.1f}x" if ratio else f"{'':>13}")
+            else:
+                line += f"{v:>8.1f}MB{'':>13}"
+        if len(values) == 2 and None not in values and values[1]:
+            line += f"{values[0] / values[1]:>11.2f}x"
+        print(line)
+
+    row("child kernel ready, pool exhausted (p50)", "start_p50")
+    row("child kernel ready, pool exhausted (p95)", "start_p95")
+    row("rlm() -> child RUNNING, pool 0 (p50)", "rlm_ready_p50")
+    row("rlm() -> child RUNNING, pool 0 (p95)", "rlm_ready_p95")
+    for n in args.sizes:
+        for name in names:
+            r[name][f"fanout_{n}"] = r[name]["fanout"][str(n)]
+        row(f"rlm.map + gather, {n} children", f"fanout_{n}", unit="s")
+    row("idle child kernel PSS", "pss_kernel", unit="MB")
+    if "fork" in r and r["fork"].get("pss_template") is not None:
+        fork = r["fork"]
+        print(f"{'template PSS (shared by every kernel)':<44}{fork['pss_template']:>8.1f}MB")
+        if fork.get("pss_kernel") is not None:
+            total = fork["pss_kernel"] + fork["pss_template"] / args.idle
+            line = f"{'idle child kernel PSS + template share':<44}{total:>8.1f}MB"
+            plain = r.get("plain", {}).get("pss_kernel")
+            if plain:
+                line += f"{'':>13}{'':>10}{'':>13}{total / plain:>11.2f}x"
+            print(line)
+
+
+if __name__ == "__main__":
+    main()

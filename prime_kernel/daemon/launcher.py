@@ -1,0 +1,191 @@
+"""Where the daemon's agent kernels run: the launcher seam (`c.Daemon.kernel_launcher_class`).
+
+A launcher starts agent kernels and gives the daemon what it needs to drive them: a kernel id,
+a client, whether (and how) the kernel ended, interrupt / signal / restart / shutdown, and
+what recovery records to stop a leftover kernel after a crash. The pool (`KernelPool`) and
+each session's `KernelRunner` use nothing else.
+
+`KernelLauncher` drives the kernels of a Jupyter multi-kernel manager; `LocalLauncher`, the
+default, is the server's own kernel manager, so that agent kernels stay real kernels of the
+server (in /api/kernels, a console can attach), and forks them from a template process
+(prime_kernel/daemon/forkserver.py) instead of starting each from scratch. A launcher for
+remote kernels (a Kernel or Enterprise Gateway) subclasses `KernelLauncher` over the gateway's
+kernel manager.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, cast
+
+from jupyter_client import AsyncKernelManager
+from jupyter_client.asynchronous.client import AsyncKernelClient
+from jupyter_client.multikernelmanager import AsyncMultiKernelManager
+from traitlets import Bool, Float, Instance, Unicode, default
+from traitlets.config import LoggingConfigurable
+
+from .forkserver import ForkedProcess, ForkServer
+
+
+@dataclass(frozen=True)
+class AgentLaunch:
+    """How the provisioner is to start the agent kernel being started (see agent_kernels)."""
+
+    fork_server: ForkServer | None = None
+
+
+# Set while a launcher starts a kernel: the Prime provisioner then launches it as an agent
+# kernel (sandboxed, its token good only for the session it will serve, never for a notebook).
+agent_launch: ContextVar[AgentLaunch | None] = ContextVar("prime_agent_launch", default=None)
+
+
+@contextlib.contextmanager
+def agent_kernels(launch: AgentLaunch | None = None) -> Iterator[None]:
+    """Kernels started inside this block serve agent sessions."""
+    reset = agent_launch.set(launch or AgentLaunch())
+    try:
+        yield
+    finally:
+        agent_launch.reset(reset)
+
+
+class KernelLauncher(LoggingConfigurable):
+    """Agent kernels of a Jupyter multi-kernel manager; also drives any other kernel of it (a
+    person's notebook kernel the daemon runs cells in)."""
+
+    kernel_manager = Instance(AsyncMultiKernelManager)
+    kernel_name = Unicode("prime-agent", help="The kernelspec agent kernels start from.")
+    start_timeout = Float(120.0, help="Seconds a kernel may take to start.")
+
+    async def start(self) -> None:
+        """Get ready to start kernels (before the first)."""
+
+    async def stop(self) -> None:
+        """Release what `start` took (after the daemon's last kernel is shut down)."""
+
+    def launch(self) -> AgentLaunch:
+        return AgentLaunch()
+
+    async def start_kernel(self, *, cwd: str) -> str:
+        """Start an agent kernel working in `cwd`; its id, once its process runs (a
+        `KernelRunner` then waits for it to answer)."""
+        with agent_kernels(self.launch()):
+            kernel_id = await maybe_await(
+                self.kernel_manager.start_kernel(kernel_name=self.kernel_name, cwd=cwd)
+            )
+        return str(kernel_id)
+
+    def manager(self, kernel_id: str) -> AsyncKernelManager:
+        # get_kernel() is annotated with the blocking KernelManager; an async multi-kernel
+        # manager's kernels are AsyncKernelManagers, whose client() is an AsyncKernelClient.
+        return cast(AsyncKernelManager, self.kernel_manager.get_kernel(kernel_id))
+
+    def client(self, kernel_id: str) -> AsyncKernelClient:
+        return self.manager(kernel_id).client()
+
+    async def started(self, kernel_id: str) -> None:
+        """Until the kernel's process can be connected to (before it answers)."""
+
+    def adopt(self, kernel_id: str) -> None:
+        """The daemon watches the kernel itself and decides what a death means for its session
+        (told to the model, REPL restored): the manager's silent auto-restart must not run."""
+        km = self.manager(kernel_id)
+        km.stop_restarter()  # a no-op once autorestart is off: stop it first
+        km.autorestart = False
+
+    async def exit_code(self, kernel_id: str) -> int | None:
+        """None while the kernel's process runs; its exit code (negative: signal) once it
+        ended."""
+        km = self.manager(kernel_id)
+        if km.provisioner is None:
+            return None if await maybe_await(km.is_alive()) else 0
+        return await km.provisioner.poll()
+
+    async def is_alive(self, kernel_id: str) -> bool:
+        return bool(await maybe_await(self.kernel_manager.is_alive(kernel_id)))
+
+    async def interrupt(self, kernel_id: str) -> None:
+        # Annotated `-> None`, but it returns the kernel's own interrupt_kernel() result, a
+        # coroutine for an AsyncKernelManager.
+        await maybe_await(
+            self.kernel_manager.interrupt_kernel(kernel_id)  # type: ignore[func-returns-value]
+        )
+
+    async def signal(self, kernel_id: str, signum: int) -> None:
+        await self.manager(kernel_id).signal_kernel(signum)
+
+    async def restart(self, kernel_id: str) -> None:
+        """A fresh kernel under the same id (a console a person attached stays attached)."""
+        await maybe_await(self.kernel_manager.restart_kernel(kernel_id, now=True))
+
+    async def shutdown(self, kernel_id: str, *, now: bool = True) -> None:
+        await maybe_await(self.kernel_manager.shutdown_kernel(kernel_id, now=now))
+
+    def record(self, kernel_id: str) -> dict[str, Any]:
+        """What recovery needs to stop the kernel if the daemon dies first: the pid of its
+        process (whose command line names its connection file) and that file."""
+        km = self.manager(kernel_id)
+        return {
+            "pid": getattr(km.provisioner, "pid", None),
+            "connection_file": km.connection_file,
+        }
+
+
+class LocalLauncher(KernelLauncher):
+    """Kernels of the server's kernel manager, forked from a template where that works (see
+    prime_kernel/daemon/forkserver.py). Configure as `c.LocalLauncher.<trait>`."""
+
+    fork = Bool(
+        help="Fork agent kernels from a template process that has imported ipykernel, IPython "
+        "and the Prime modules already (a start in tens of milliseconds instead of ~1 s, and "
+        "about half the memory per kernel). Default: on Linux with pidfds (5.3+); False starts "
+        "each kernel from its command.",
+    ).tag(config=True)
+
+    @default("fork")
+    def _default_fork(self) -> bool:
+        return forking_works()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fork_server: ForkServer | None = None
+
+    async def start(self) -> None:
+        if self.fork:
+            self.fork_server = ForkServer(self.start_timeout)
+
+    async def stop(self) -> None:
+        if self.fork_server is not None:
+            await self.fork_server.close()
+            self.fork_server = None
+
+    def launch(self) -> AgentLaunch:
+        return AgentLaunch(fork_server=self.fork_server)
+
+    async def started(self, kernel_id: str) -> None:
+        process = getattr(self.manager(kernel_id).provisioner, "process", None)
+        if isinstance(process, ForkedProcess):
+            await process.started()
+
+
+def forking_works() -> bool:
+    if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
+        return False
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:  # a kernel older than 5.3
+        return False
+    return hasattr(signal, "pidfd_send_signal")
+
+
+async def maybe_await(value: Any) -> Any:
+    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
+        return await value
+    return value
