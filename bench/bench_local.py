@@ -38,7 +38,7 @@ async def run_task(daemon: Any, task: Task, model: str, root: Path) -> dict[str,
         (root / name).write_text(FILES[name])
     blob = ctype = None
     if task.has_context:
-        blob = daemon.store.put_blob(pickle.dumps(task.context))
+        blob = await daemon.store.put_blob(pickle.dumps(task.context))
         ctype = type(task.context).__name__
     start = time.perf_counter()
     record = await daemon.create_session(
@@ -49,7 +49,7 @@ async def run_task(daemon: Any, task: Task, model: str, root: Path) -> dict[str,
     seconds = time.perf_counter() - start
     answer: Any = None
     if result.get("has_answer"):
-        answer = pickle.loads(daemon.answer_bytes(sid))
+        answer = pickle.loads(await daemon.answer_bytes(sid))
     usage = result["usage"]
     return {
         "id": sid,
@@ -106,7 +106,7 @@ def parse_floor(text: str, expected: Any) -> Any:
 
 async def run_floor(daemon: Any, task: Task, model: str) -> dict[str, Any]:
     start = time.perf_counter()
-    completion = await daemon.gateway.text(model, floor_prompt(task))
+    completion = await daemon.router.text(model, floor_prompt(task))
     text = completion.message.get("content") or ""
     answer = parse_floor(text, task.expected)
     return {
