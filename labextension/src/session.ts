@@ -1,7 +1,7 @@
 /**
- * A main-area view of one session: its header (state, usage, budget, answer), its trajectory
- * (each event drawn by the renderer registry), and a box to message the agent. It renders what
- * its `SessionModel` holds and asks the model to act.
+ * A main-area view of one session: its header (state, usage, budget, answer), its goal and
+ * schedules (goalSection.ts), its trajectory (each event drawn by the renderer registry), and a
+ * box to message the agent. It renders what its `SessionModel` holds and asks the model to act.
  */
 import type { IOutput } from '@jupyterlab/nbformat';
 import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
@@ -13,6 +13,7 @@ import { Panel, Widget } from '@lumino/widgets';
 import { formatBudget } from './budget';
 import { h, stateBadge } from './dom';
 import { elapsedSeconds, formatCost, formatElapsed, formatTokens, sessionLabel } from './format';
+import { GoalSection } from './goalSection';
 import type { EventDataMap, TrajectoryEvent } from './protocol';
 import { EventRendererRegistry, IRenderContext } from './renderers';
 import { SessionModel } from './sessionModel';
@@ -53,6 +54,12 @@ export class SessionView extends Panel {
         options.openSession(a.dataset.open!);
       }
     });
+    this._control = new GoalSection({
+      model,
+      trans,
+      openSession: options.openSession,
+      report: (text, error) => this._setStatus(text, error)
+    });
     this._trajectory = new Panel();
     this._trajectory.addClass('jp-PrimeSession-trajectory');
     this._status = h('div', { className: 'jp-PrimeSession-status', role: 'status' });
@@ -76,6 +83,7 @@ export class SessionView extends Panel {
     });
 
     this.addWidget(this._header);
+    this.addWidget(this._control);
     this.addWidget(this._trajectory);
     this.addWidget(new Widget({ node: this._status }));
     this.addWidget(composer);
@@ -135,6 +143,7 @@ export class SessionView extends Panel {
       if (s && !isTerminal(s.state)) {
         this._renderHeader();
       }
+      this._control.tick();
     }, 1000);
   }
 
@@ -153,6 +162,7 @@ export class SessionView extends Panel {
 
   private _onChanged(): void {
     this._renderHeader();
+    this._control.render();
     const error = this.model.error;
     if (error !== null) {
       this._setStatus(this._trans.__('Could not load the session: %1', error), true);
@@ -260,6 +270,7 @@ export class SessionView extends Panel {
   private _trans: TranslationBundle;
   private _context: IRenderContext;
   private _header: Widget;
+  private _control: GoalSection;
   private _trajectory: Panel;
   private _status: HTMLDivElement;
   private _input: HTMLTextAreaElement;
