@@ -23,6 +23,15 @@ export interface IGoalSectionOptions {
   report: (text: string, error?: boolean) => void;
 }
 
+/** A schedule's row and the parts of it that change. */
+interface IScheduleRow {
+  node: HTMLDivElement;
+  next: HTMLSpanElement;
+  state: HTMLSpanElement;
+  counts: HTMLSpanElement;
+  cancel: HTMLButtonElement;
+}
+
 /** Ended schedules listed under the active ones (the newest; the rest are counted). */
 const ENDED_SHOWN = 5;
 
@@ -43,7 +52,17 @@ export class GoalSection extends Widget {
     const cancel = h('button', { className: 'jp-mod-styled jp-mod-reject', type: 'button' }, trans.__('Cancel'));
     this._editor = h('div', { className: 'jp-PrimeSession-goalEditor' }, this._input, this._save, cancel);
     this._editor.style.display = 'none';
-    this._autonomy = h('div', { className: 'jp-PrimeSession-autonomy' });
+    this._autonomyText = h('span');
+    this._autonomy = h(
+      'div',
+      { className: 'jp-PrimeSession-autonomy' },
+      h('span', { className: 'jp-PrimeSession-controlLabel' }, trans.__('Autonomous')),
+      ' ',
+      this._autonomyText
+    );
+    this._count = h('span', { className: 'jp-PrimeSession-scheduleCount' });
+    this._heading = h('div', { className: 'jp-PrimeSession-controlLabel' }, trans.__('Schedules'), ' ', this._count);
+    this._more = h('div', { className: 'jp-PrimeEvent-note' });
     this._schedules = h('div', { className: 'jp-PrimeSession-schedules' });
     this.node.append(this._goal, this._editor, this._autonomy, this._schedules);
 
@@ -61,25 +80,26 @@ export class GoalSection extends Widget {
     this.node.addEventListener('click', ev => this._onClick(ev));
   }
 
-  /** Draw what the model holds, when it changed since the last time. */
+  /** Draw what the model holds. */
   render(): void {
     const s = this._options.model.session;
     const schedules = this._options.model.schedules;
-    // Redrawn only on a change: a node replaced between a press and its release loses the click.
-    const key = JSON.stringify([s?.state, s?.goal, s?.options?.autonomous, s?.options?.autonomy, schedules]);
-    if (key === this._key) {
-      return;
-    }
-    this._key = key;
     const open = !!s && !isTerminal(s.state);
     if (!open && this._editing) {
       this._edit(false);
     }
-    this._goal.replaceChildren(...(s ? this._goalParts(s.goal, open, s.id) : []));
+    // The goal is drawn again only when it changed: a button replaced between a press and its
+    // release loses the click, and the record changes at every turn.
+    const goalKey = JSON.stringify([s?.id, open, s?.goal]);
+    if (goalKey !== this._goalKey) {
+      this._goalKey = goalKey;
+      this._goal.replaceChildren(...(s ? this._goalParts(s.goal, open, s.id) : []));
+    }
     const auto = s ? autonomy(s) : null;
-    this._autonomy.replaceChildren(
-      ...(auto ? [h('span', { className: 'jp-PrimeSession-controlLabel' }, this._trans.__('Autonomous')), ' ', autonomyText(auto, this._trans)] : [])
-    );
+    const autoText = auto ? autonomyText(auto, this._trans) : '';
+    if (this._autonomyText.textContent !== autoText) {
+      this._autonomyText.textContent = autoText;
+    }
     this._autonomy.style.display = auto ? '' : 'none';
     this._renderSchedules(s?.id ?? '', schedules);
     this.node.style.display = this._goal.childElementCount || auto || schedules.length || this._editing ? '' : 'none';
@@ -148,65 +168,75 @@ export class GoalSection extends Widget {
 
   private _renderSchedules(id: string, schedules: readonly Schedule[]): void {
     const trans = this._trans;
-    this._countdowns.clear();
     const active = schedules.filter(s => s.state === 'active');
     const ended = schedules.filter(s => s.state !== 'active');
     const shown = [...active, ...ended.slice(0, ENDED_SHOWN)];
     const now = Date.now();
-    const rows = shown.map(s => {
-      const countdown = h('span', { className: 'jp-PrimeSession-scheduleNext', title: trans.__('next tick') }, nextTick(s, now, trans) ?? '');
-      if (s.state === 'active') {
-        this._countdowns.set(s, countdown);
+    const kept = new Map<string, IScheduleRow>();
+    this._countdowns.clear();
+    for (const s of shown) {
+      const row = this._rows.get(s.id) ?? this._scheduleRow(s, id);
+      kept.set(s.id, row);
+      const live = s.state === 'active';
+      row.node.dataset.state = s.state;
+      row.node.title = `${s.id} · ${trans.__('made by %1', author(s.owner, id, trans))}${s.reason ? `\n${s.reason}` : ''}`;
+      row.next.textContent = nextTick(s, now, trans) ?? '';
+      row.next.style.display = live ? '' : 'none';
+      row.state.textContent = s.state;
+      row.state.style.display = live ? 'none' : '';
+      row.counts.textContent = tickCounts(s, trans);
+      row.cancel.style.display = live ? '' : 'none';
+      if (live) {
+        this._countdowns.set(s, row.next);
       }
-      const target =
-        s.target_id === id
-          ? null
-          : h('a', { className: 'jp-PrimeSession-link', href: '#', 'data-open': s.target_id, title: trans.__('Open %1', s.target_id) }, `→ ${s.target_id}`);
-      return h(
-        'div',
-        {
-          className: 'jp-PrimeSession-schedule',
-          'data-schedule-id': s.id,
-          'data-state': s.state,
-          title: `${s.id} · ${trans.__('made by %1', author(s.owner, id, trans))}${s.reason ? `\n${s.reason}` : ''}`
-        },
-        h('span', { className: 'jp-PrimeSession-scheduleTiming' }, scheduleTiming(s, trans)),
-        h('span', { className: 'jp-PrimeSession-scheduleMessage', title: s.message }, `“${firstLine(s.message, 60)}”`),
-        target,
-        s.state === 'active' ? countdown : h('span', { className: 'jp-PrimeSession-scheduleState' }, s.state),
-        h('span', { className: 'jp-PrimeSession-scheduleCounts' }, tickCounts(s, trans)),
-        s.state === 'active'
-          ? h(
-              'button',
-              {
-                className: 'jp-mod-styled jp-PrimeSession-controlButton',
-                type: 'button',
-                'data-action': 'cancel-schedule',
-                'data-schedule': s.id,
-                title: trans.__('Cancel this schedule: no more ticks')
-              },
-              trans.__('Cancel')
-            )
-          : null
-      );
-    });
+    }
+    this._rows = kept;
+    this._count.textContent = trans.__('%1 active', active.length);
     const more = ended.length - ENDED_SHOWN;
-    this._schedules.replaceChildren(
-      ...(shown.length
-        ? [
-            h(
-              'div',
-              { className: 'jp-PrimeSession-controlLabel' },
-              trans.__('Schedules'),
-              ' ',
-              h('span', { className: 'jp-PrimeSession-scheduleCount' }, trans.__('%1 active', active.length))
-            ),
-            ...rows,
-            ...(more > 0 ? [h('div', { className: 'jp-PrimeEvent-note' }, trans._n('and %1 more ended', 'and %1 more ended', more))] : [])
-          ]
-        : [])
-    );
+    this._more.textContent = more > 0 ? trans._n('and %1 more ended', 'and %1 more ended', more) : '';
+    this._more.style.display = more > 0 ? '' : 'none';
+    // Rows are updated in place and moved only when the order changed: a button replaced (or
+    // moved) between a press and its release loses the click, and ticks change rows often.
+    const nodes = [this._heading, ...[...kept.values()].map(r => r.node), this._more];
+    if (nodes.some((n, i) => this._schedules.children[i] !== n) || this._schedules.children.length !== nodes.length) {
+      this._schedules.replaceChildren(...nodes);
+    }
     this._schedules.style.display = shown.length ? '' : 'none';
+  }
+
+  /** A schedule's row: what never changes is drawn once, the rest by `_renderSchedules`. */
+  private _scheduleRow(s: Schedule, id: string): IScheduleRow {
+    const trans = this._trans;
+    const next = h('span', { className: 'jp-PrimeSession-scheduleNext', title: trans.__('next tick') });
+    const state = h('span', { className: 'jp-PrimeSession-scheduleState' });
+    const counts = h('span', { className: 'jp-PrimeSession-scheduleCounts' });
+    const cancel = h(
+      'button',
+      {
+        className: 'jp-mod-styled jp-PrimeSession-controlButton',
+        type: 'button',
+        'data-action': 'cancel-schedule',
+        'data-schedule': s.id,
+        title: trans.__('Cancel this schedule: no more ticks')
+      },
+      trans.__('Cancel')
+    );
+    const target =
+      s.target_id === id
+        ? null
+        : h('a', { className: 'jp-PrimeSession-link', href: '#', 'data-open': s.target_id, title: trans.__('Open %1', s.target_id) }, `→ ${s.target_id}`);
+    const node = h(
+      'div',
+      { className: 'jp-PrimeSession-schedule', 'data-schedule-id': s.id },
+      h('span', { className: 'jp-PrimeSession-scheduleTiming' }, scheduleTiming(s, trans)),
+      h('span', { className: 'jp-PrimeSession-scheduleMessage', title: s.message }, `“${firstLine(s.message, 60)}”`),
+      target,
+      next,
+      state,
+      counts,
+      cancel
+    );
+    return { node, next, state, counts, cancel };
   }
 
   private _onClick(ev: MouseEvent): void {
@@ -294,8 +324,14 @@ export class GoalSection extends Widget {
   private _input: HTMLTextAreaElement;
   private _save: HTMLButtonElement;
   private _autonomy: HTMLDivElement;
+  private _autonomyText: HTMLSpanElement;
   private _schedules: HTMLDivElement;
+  private _heading: HTMLDivElement;
+  private _count: HTMLSpanElement;
+  private _more: HTMLDivElement;
+  /** The rows shown, by schedule id, in the order shown. */
+  private _rows = new Map<string, IScheduleRow>();
   private _countdowns = new Map<Schedule, HTMLElement>();
   private _editing = false;
-  private _key = '';
+  private _goalKey = '';
 }

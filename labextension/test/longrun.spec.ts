@@ -11,27 +11,7 @@ import {
   sortSchedules,
   tickCounts
 } from '../src/longrun';
-import type { Schedule } from '../src/protocol';
-import { S } from './fixtures';
-
-/** A schedule record with only what a test sets. */
-function H(id: string, extra: Partial<Schedule> = {}): Schedule {
-  return {
-    id,
-    owner: 'user',
-    target_id: 's0123456789',
-    kind: 'every',
-    spec: '60.0',
-    message: 'tick',
-    created: 1000,
-    next: 2000,
-    ticks: 0,
-    missed: 0,
-    skipped: 0,
-    state: 'active',
-    ...extra
-  };
-}
+import { H, S } from './fixtures';
 
 describe('formatInterval', () => {
   it('shows the two largest non-zero units', () => {
