@@ -773,6 +773,93 @@ test('settings: the New agent form starts with the default model and budget; can
   }
 });
 
+test('goal and schedules: set by the agent, shown in its view and row, changed and cleared by the user; a schedule cancelled', async ({
+  page,
+  request
+}, info) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  // The agent sets its goal, notes progress and makes an hourly heartbeat in its REPL.
+  const created = await request.post('/api/prime/sessions', {
+    data: { prompt: 'Keep the build green', model: 'scripted/ui-goal', name: 'goal keeper' }
+  });
+  expect(created.status()).toBe(201);
+  const id = (await created.json()).id as string;
+  try {
+    // Its row marks the goal once it is set.
+    const row = rows(page).and(page.locator(`[data-session-id="${id}"]`));
+    await expect(row.locator('.jp-PrimeAgents-mark-goal')).toHaveText('goal', { timeout: 90_000 });
+    await expect(row.locator('.jp-PrimeAgents-mark-goal')).toHaveAttribute('title', 'Goal: Keep the build green');
+
+    // A person's schedule to it, every second: each tick is a message from "schedule".
+    const made = await request.post('/api/prime/schedules', {
+      data: { session_id: id, every: 1, message: 'ping from the test' }
+    });
+    expect(made.status()).toBe(201);
+    const personal = (await made.json()).id as string;
+
+    await row.click();
+    const view = sessionView(page);
+    const goal = view.locator('.jp-PrimeSession-goal');
+    await expect(goal.locator('.jp-PrimeSession-goalText')).toHaveText('Keep the build green');
+    await expect(goal.locator('.jp-PrimeSession-goalStatus')).toHaveText('Goal');
+    await expect(goal.locator('.jp-PrimeSession-goalBy')).toHaveText('set by this agent');
+    await expect(goal.locator('.jp-PrimeSession-goalProgress li')).toContainText(['wrote the first test']);
+
+    // Both schedules: the agent's heartbeat, and the person's, whose delivered ticks count up.
+    const heartbeat = view.locator('.jp-PrimeSession-schedule').filter({ hasText: 'hourly check' });
+    const ping = view.locator(`.jp-PrimeSession-schedule[data-schedule-id="${personal}"]`);
+    await expect(heartbeat.locator('.jp-PrimeSession-scheduleTiming')).toHaveText('every 1h');
+    await expect(heartbeat.locator('.jp-PrimeSession-scheduleNext')).toHaveText(/^next in (59m|1h)/);
+    await expect(ping.locator('.jp-PrimeSession-scheduleTiming')).toHaveText('every 1s');
+    await expect(ping.locator('.jp-PrimeSession-scheduleCounts')).toHaveText(/^([2-9]|\d\d+) delivered/, { timeout: 30_000 });
+    await expect(view.locator('.jp-PrimeSession-schedules .jp-PrimeSession-scheduleCount')).toHaveText('2 active');
+    // The trajectory has the goal and schedule events, and the ticks as messages.
+    await expect(view.locator('.jp-PrimeEvent-goal.jp-mod-set .jp-PrimeEvent-head')).toHaveText('Goal set · by this agent');
+    await expect(view.locator('.jp-PrimeEvent-schedule').filter({ hasText: 'hourly check' }).first()).toContainText(
+      'Schedule made · every 1h'
+    );
+    await expect(view.locator('.jp-PrimeEvent-mail_in').filter({ hasText: 'ping from the test' }).first()).toContainText(
+      'Message from schedule'
+    );
+
+    // Cancel the person's schedule from the view: it stops, and is listed (dimmed) as cancelled.
+    await ping.getByRole('button', { name: 'Cancel' }).click();
+    await expect(ping).toHaveAttribute('data-state', 'cancelled');
+    await expect(ping.locator('.jp-PrimeSession-scheduleState')).toHaveText('cancelled');
+    await expect(ping.getByRole('button', { name: 'Cancel' })).toHaveCount(0);
+    await expect(view.locator('.jp-PrimeSession-status')).toHaveText('Schedule cancelled.');
+    await expect(view.locator('.jp-PrimeSession-schedules .jp-PrimeSession-scheduleCount')).toHaveText('1 active');
+    const cancelled = await (await request.get(`/api/prime/schedules/${personal}`)).json();
+    expect(cancelled).toMatchObject({ state: 'cancelled', next: null });
+    await expect(view.locator('.jp-PrimeEvent-schedule').filter({ hasText: 'Schedule cancelled' })).toHaveCount(1);
+    await view.locator('.jp-PrimeSession-control').scrollIntoViewIfNeeded();
+    await screenshot(page, info, 'session-goal-schedules');
+
+    // The user gives it a new goal.
+    await goal.getByRole('button', { name: 'Change…' }).click();
+    const input = view.locator('.jp-PrimeSession-goalInput');
+    await expect(input).toHaveValue('Keep the build green');
+    await input.fill('Keep the build green and fast');
+    await input.press('Enter');
+    await expect(goal.locator('.jp-PrimeSession-goalText')).toHaveText('Keep the build green and fast');
+    await expect(goal.locator('.jp-PrimeSession-goalBy')).toHaveText('set by you');
+    await expect(view.locator('.jp-PrimeEvent-goal.jp-mod-set .jp-PrimeEvent-head').last()).toHaveText('Goal set · by you');
+    const stored = await (await request.get(`/api/prime/sessions/${id}/goal`)).json();
+    expect(stored.goal).toMatchObject({ text: 'Keep the build green and fast', set_by: 'user', status: 'active' });
+
+    // Clear the goal: none is left, and the user can set one again.
+    await goal.getByRole('button', { name: 'Clear' }).click();
+    await expect(goal.locator('.jp-PrimeSession-goalHead.jp-mod-none')).toContainText('No goal');
+    await expect(goal.getByRole('button', { name: 'Set goal…' })).toBeVisible();
+    await expect(row.locator('.jp-PrimeAgents-mark-goal')).toHaveCount(0);
+    expect((await (await request.get(`/api/prime/sessions/${id}/goal`)).json()).goal).toBeNull();
+  } finally {
+    // Its heartbeat would keep it waiting for good: later tests need the server quiet.
+    await request.delete(`/api/prime/sessions/${id}`);
+  }
+});
+
 test('1,000 sessions: an update costs at most 16 ms of main-thread time and never refetches the list', async ({
   page,
   request
