@@ -75,7 +75,7 @@ export class SessionModel implements IDisposable {
     return this._disposed;
   }
 
-  /** Fetch the record and new events now. */
+  /** Fetch the record, new events and the schedules now. */
   async refresh(): Promise<void> {
     await Promise.all([
       this._sessions.fetch(this.id).catch(() => undefined),
