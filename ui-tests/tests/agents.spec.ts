@@ -860,6 +860,36 @@ test('goal and schedules: set by the agent, shown in its view and row, changed a
   }
 });
 
+test('an autonomous agent: its row and view say so; its continuation and the gate that passed are in its trajectory', async ({
+  page,
+  request
+}) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  // No gate: an answer passes, so the child's one answer ends it in its first continuation.
+  const created = await request.post('/api/prime/sessions', {
+    data: { prompt: 'Double 21 on your own', model: 'scripted/ui-child', name: 'autonomous doubler', autonomous: { max_continuations: 2 } }
+  });
+  expect(created.status()).toBe(201);
+  const id = (await created.json()).id as string;
+  const row = rows(page).and(page.locator(`[data-session-id="${id}"]`));
+  await expect(row).toHaveAttribute('data-state', 'DONE', { timeout: 90_000 });
+  await expect(row.locator('.jp-PrimeAgents-mark-autonomous')).toHaveText('auto 1/2');
+  await expect(row.locator('.jp-PrimeAgents-mark-autonomous')).toHaveAttribute(
+    'title',
+    'Autonomous: continuation 1 of 2 · ends when it answers'
+  );
+  await row.click();
+  const view = sessionView(page);
+  await expect(view.locator('.jp-PrimeSession-autonomy')).toHaveText('Autonomous continuation 1 of 2 · ends when it answers');
+  await expect(view.locator('.jp-PrimeEvent-continuation .jp-PrimeEvent-head')).toContainText('Continuation 1 of 2');
+  await expect(view.locator('.jp-PrimeEvent-gate.jp-mod-passed .jp-PrimeEvent-head')).toContainText(
+    'Gate passed · an answer · after continuation 1'
+  );
+  // Ended, with neither goal nor schedules: nothing to change in the goal section.
+  await expect(view.locator('.jp-PrimeSession-goal button')).toHaveCount(0);
+});
+
 test('1,000 sessions: an update costs at most 16 ms of main-thread time and never refetches the list', async ({
   page,
   request
