@@ -215,6 +215,14 @@ class Daemon(LoggingConfigurable):
         6, min=0, config=True, help="Most recent messages a compaction keeps verbatim."
     )
 
+    direct_openai = Bool(
+        True,
+        config=True,
+        help="Send `openai/...` model calls that carry no keyword arguments but api_base, "
+        "api_key and timeout straight to the endpoint instead of through litellm (which spends "
+        "milliseconds of CPU per call); the endpoint, key, retries, usage and price are the "
+        "same. Off: every call goes through litellm.",
+    )
     router_class = Type(ModelRouter, config=True, help="The model router (litellm) to use.")
     loop_class = Type(AgentLoop, config=True, help="The agent loop implementation.")
     harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
@@ -231,6 +239,7 @@ class Daemon(LoggingConfigurable):
         super().__init__(**kwargs)
         self.tokens = TokenRegistry()
         self.router: ModelRouter = self.router_class()
+        self.router.direct = self.direct_openai
         make_store: Callable[[str], Store] = self.store_class
         self.store = make_store(self.store_dir)
         self.registry = SessionRegistry()

@@ -10,6 +10,7 @@ stored or shown to a model, and exports before they are written.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -47,6 +48,9 @@ LITELLM_ENV_KEYS = frozenset(
 _CONFIG_KEY = re.compile(r"(api_?key|token|secret|password|access_key|credentials?)$", re.I)
 
 
+# Cached: the daemon reads the environment before every record it scrubs, and a process has few
+# distinct variable names.
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable called `name` holds a credential."""
     upper = name.upper()
@@ -56,7 +60,8 @@ def is_secret_name(name: str) -> bool:
 def environment_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
     """Values of environment variables named like credentials."""
     env = os.environ if environ is None else environ
-    return {value for name, value in env.items() if is_secret_name(name)}
+    # Only the credentials' values are read (os.environ decodes each value it is asked for).
+    return {env[name] for name in env if is_secret_name(name)}
 
 
 def config_secrets(config: Any) -> set[str]:
