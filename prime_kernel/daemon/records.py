@@ -56,7 +56,12 @@ class SessionRecord:
         return cls(**values, sink=sink)
 
     def to_row(self) -> dict[str, Any]:
-        return {f: _plain(getattr(self, f)) for f in FIELDS}
+        # Read straight from the instance dict: every list of sessions makes one per record.
+        values = self.__dict__
+        row = {f: values[f] for f in FIELDS}
+        row["state"] = _plain(self.state)
+        row["kind"] = _plain(self.kind)
+        return row
 
     def update(self, **fields: Any) -> None:
         """Change fields: written to the store, then here."""
