@@ -40,6 +40,11 @@ _LITELLM_HOOKS = (
 )
 
 
+# Price keys that make a model's price more than one rate per kind of token (tiers by prompt
+# size, reasoning or audio tokens priced apart, ...): litellm prices those itself.
+_NONLINEAR = ("above_", "tiered", "reasoning", "audio", "image", "per_second", "per_character")
+
+
 class DirectError(Exception):
     """A call that failed after its retries (the message says why)."""
 
@@ -167,3 +172,44 @@ def _error_text(raw: bytes) -> str:
     if isinstance(error, str):
         return error[:1000]
     return raw[:1000].decode("utf-8", "replace")
+
+
+def price(litellm: Any, model: str, usage: dict[str, Any], rates: dict[str, Any]) -> float:
+    """What litellm charges for `usage` of the OpenAI model `model` (no provider prefix).
+
+    A model priced per prompt, cached-prompt and completion token is priced here from
+    litellm's table (`rates` caches the three rates per model); any other model and any usage
+    with audio or image tokens is priced by litellm itself.
+    """
+    details = usage.get("prompt_tokens_details") or {}
+    out_details = usage.get("completion_tokens_details") or {}
+    plain = not any(details.get(k) or out_details.get(k) for k in ("audio_tokens", "image_tokens"))
+    if model not in rates:
+        rates[model] = _linear_rates(litellm, model)
+    rate = rates[model]
+    if rate is None or not plain:
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=model, custom_llm_provider="openai", usage_object=litellm.Usage(**usage)
+        )
+        return float(prompt_cost + completion_cost)
+    per_prompt, per_cached, per_completion = rate
+    prompt = int(usage.get("prompt_tokens") or 0)
+    cached = int(details.get("cached_tokens") or 0)
+    completion = int(usage.get("completion_tokens") or 0)
+    return (prompt - cached) * per_prompt + cached * per_cached + completion * per_completion
+
+
+def _linear_rates(litellm: Any, model: str) -> tuple[float, float, float] | None:
+    info = litellm.model_cost.get(model) or litellm.model_cost.get(f"openai/{model}")
+    if not info or any(part in key for key in info for part in _NONLINEAR if "cost" in key):
+        return None
+    per_prompt = info.get("input_cost_per_token")
+    per_completion = info.get("output_cost_per_token")
+    if per_prompt is None or per_completion is None:
+        return None
+    per_cached = info.get("cache_read_input_token_cost")
+    return (
+        float(per_prompt),
+        float(per_prompt if per_cached is None else per_cached),
+        float(per_completion),
+    )

@@ -76,6 +76,8 @@ class ModelRouter:
         # Plain `openai/...` calls skip litellm's per-call machinery (see openai_direct).
         self.direct = True
         self._direct = openai_direct.DirectOpenAI()
+        # Per-token rates of the models the direct path priced (see openai_direct.price).
+        self._rates: dict[str, Any] = {}
 
     @property
     def litellm(self) -> Any:
@@ -188,7 +190,7 @@ class ModelRouter:
                 reply = await self._direct.complete(where, model.split("/", 1)[1], messages, tools)
             except openai_direct.DirectError as e:
                 raise ModelError(f"model call to {model!r} failed: {e}", model=model) from None
-            return _from_json(litellm, model, reply, time.monotonic() - start)
+            return _from_json(litellm, model, reply, time.monotonic() - start, self._rates)
         try:
             response = await litellm.acompletion(
                 model=model, messages=messages, tools=tools or None, **kwargs
@@ -224,7 +226,9 @@ class ModelRouter:
         return await self.complete(model, [{"role": "user", "content": prompt}], **kwargs)
 
 
-def _from_json(litellm: Any, model: str, reply: dict[str, Any], duration: float) -> Completion:
+def _from_json(
+    litellm: Any, model: str, reply: dict[str, Any], duration: float, rates: dict[str, Any]
+) -> Completion:
     """A Completion from an OpenAI chat-completion reply (the direct path), priced like litellm
     prices it."""
     choice = reply["choices"][0]
@@ -256,12 +260,7 @@ def _from_json(litellm: Any, model: str, reply: dict[str, Any], duration: float)
     cost = 0.0
     if raw:
         try:
-            parts = litellm.cost_per_token(
-                model=model.split("/", 1)[1],
-                custom_llm_provider="openai",
-                usage_object=litellm.Usage(**raw),
-            )
-            cost = float(sum(parts))
+            cost = openai_direct.price(litellm, model.split("/", 1)[1], raw, rates)
         except Exception:  # a model litellm cannot price, as on its own path
             cost = 0.0
     return Completion(message, choice.get("finish_reason"), usage, cost, duration)

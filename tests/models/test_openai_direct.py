@@ -193,3 +193,37 @@ def test_unreachable_endpoint_is_a_model_error(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(openai_direct, "_backoff", lambda attempt, retry_after: 0)
     with pytest.raises(ModelError, match="model call to 'openai/gpt-4o-mini' failed"):
         complete(ModelRouter(), "openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1")
+
+
+def test_direct_prices_are_litellms() -> None:
+    """Every OpenAI chat model in litellm's table is priced as litellm prices it, with and
+    without cached tokens; the ones with tiers or separately priced tokens by litellm itself."""
+    litellm = import_litellm()
+    rates: dict[str, Any] = {}
+    models = [
+        name
+        for name, info in litellm.model_cost.items()
+        if info.get("litellm_provider") == "openai" and info.get("mode") == "chat"
+    ]
+    assert len(models) > 20
+    linear = 0
+    for model in models:
+        for usage in (
+            {"prompt_tokens": 1200, "completion_tokens": 30, "total_tokens": 1230},
+            {
+                "prompt_tokens": 250_000,
+                "completion_tokens": 4000,
+                "total_tokens": 254_000,
+                "prompt_tokens_details": {"cached_tokens": 100_000},
+            },
+        ):
+            expected = sum(
+                litellm.cost_per_token(
+                    model=model, custom_llm_provider="openai", usage_object=litellm.Usage(**usage)
+                )
+            )
+            assert openai_direct.price(litellm, model, usage, rates) == pytest.approx(
+                expected, rel=1e-9, abs=1e-15
+            ), model
+        linear += rates[model] is not None
+    assert linear > len(models) // 2  # most are priced without litellm's machinery
