@@ -153,6 +153,10 @@ class Scrubber:
         self.static = secrets_of(None, config, None, ())
         self._lock = threading.Lock()
         self._cached: tuple[frozenset[str], Redactor] | None = None
+        # The environment's credentials, and a copy of os.environ's own (bytes) mapping when they
+        # were read: comparing the two tells, exactly and in microseconds, whether it changed.
+        self._env_secrets: set[str] = set()
+        self._env_seen: dict[Any, Any] | None = None
 
     def add(self, *values: str | None) -> None:
         """More fixed secrets (the server's token, once the server knows it)."""
@@ -162,8 +166,13 @@ class Scrubber:
 
     def redactor(self, live_tokens: Iterable[str]) -> Redactor:
         env = os.environ if self._environ is None else self._environ
-        current = frozenset(secrets_of(env, None, None, live_tokens))
+        raw = getattr(env, "_data", None)  # os.environ's; another mapping is read every time
         with self._lock:
+            if raw is None or raw != self._env_seen:
+                self._env_secrets = environment_secrets(env)
+                self._env_seen = dict(raw) if raw is not None else None
+            found = self._env_secrets | set(live_tokens)
+            current = frozenset(s for s in found if len(s) >= MIN_SECRET_LENGTH)
             if self._cached is None or self._cached[0] != current:
                 self._cached = (current, Redactor(self.static | current))
             return self._cached[1]
