@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from prime_kernel.daemon.prompts import PYTHON_TOOL
+from prime_kernel.models.prompts import PYTHON_TOOL
 
 from prime_kernel.models import openai_direct
 from prime_kernel.models.router import ModelRouter, import_litellm
