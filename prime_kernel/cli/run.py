@@ -221,7 +221,10 @@ def _headless(args: argparse.Namespace, root: Path, job: Job) -> int:
     log = new_log(root)
     # The daemon of a `run` takes up only the session it is given (see the module docstring);
     # one warm kernel is enough for a single agent and leaves the CPU to its model.
-    argv = ["--Daemon.auto_resume=False", "--Daemon.pool_size=1", *job.server_argv]
+    # A setting given with --config wins (traitlets refuses one given twice).
+    given = {arg.partition("=")[0] for arg in job.server_argv}
+    defaults = ["--Daemon.auto_resume=False", "--Daemon.pool_size=1"]
+    argv = [*(d for d in defaults if d.partition("=")[0] not in given), *job.server_argv]
     try:
         with quiet_process(log) as terminal:
             return _serve(args, root, job, argv, terminal, log)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import pickle
 import time
@@ -60,11 +61,12 @@ from .goals import Goals
 from .kernels import CellResult, KernelPool, KernelRunner
 from .launcher import KernelLauncher, LocalLauncher
 from .lifecycle import Lifecycle
+from .listing import Listing
 from .loop import AgentLoop, TurnLimitReached
 from .mailbox import Limits, Mailbox
 from .observation import render
 from .passivation import Passivation, Snapshots
-from .records import SessionRecord, session_json
+from .records import SessionRecord
 from .recovery import Recovery
 from .refining import Refiner
 from .registry import SessionRegistry
@@ -75,7 +77,6 @@ from .store import SqliteStore, Store
 from .tokens import TokenRegistry
 
 DEFAULT_MODEL = "local/smollm2"
-MAX_NAME_CHARS = 200
 
 _current: Daemon | None = None
 
@@ -168,6 +169,14 @@ class Daemon(LoggingConfigurable):
         500, config=True, help="Most children one session may start in all (rlm() calls)."
     )
     max_batch = Int(200, config=True, help="Most sessions one rlm.map() call may start.")
+    max_name_chars = Int(
+        200,
+        min=1,
+        config=True,
+        help="Longest name a session may be given (longer ones are refused; a default name, "
+        "made from the prompt or a notebook's path, is cut to it). Every list carries every "
+        "name, so this bounds what a list costs per session.",
+    )
     max_prompt_chars = Int(
         200_000,
         config=True,
@@ -228,6 +237,14 @@ class Daemon(LoggingConfigurable):
         6, min=0, config=True, help="Most recent messages a compaction keeps verbatim."
     )
 
+    direct_openai = Bool(
+        True,
+        config=True,
+        help="Send `openai/...` model calls that carry no keyword arguments but api_base, "
+        "api_key and timeout straight to the endpoint instead of through litellm (which spends "
+        "milliseconds of CPU per call); the endpoint, key, retries, usage and price are the "
+        "same. Off: every call goes through litellm.",
+    )
     router_class = Type(ModelRouter, config=True, help="The model router (litellm) to use.")
     loop_class = Type(AgentLoop, config=True, help="The agent loop implementation.")
     harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
@@ -252,6 +269,7 @@ class Daemon(LoggingConfigurable):
         self.tokens = TokenRegistry()
         self.router: ModelRouter = self.router_class()
         self.router.timeout = self.model_timeout or None
+        self.router.direct = self.direct_openai
         make_store: Callable[[str], Store] = self.store_class
         self.store = make_store(self.store_dir)
         self.registry = SessionRegistry()
@@ -259,6 +277,9 @@ class Daemon(LoggingConfigurable):
         self.scrubber = Scrubber(config=[self.model_kwargs, self.config])
         self.event_log = EventLog(self.store, scrub=self.scrub)
         self.accounting = Accounting(self.registry)
+        self.listing = Listing(
+            self.registry, self.accounting, self._kernel_alive, lambda: self.max_name_chars
+        )
         self.lifecycle = Lifecycle(self.registry, self.event_log, self.accounting)
         self.scheduler = Scheduler(self.max_concurrent)
         self.collector = Collector(
@@ -380,6 +401,7 @@ class Daemon(LoggingConfigurable):
         await self.router.ready()
         self.recovery.resume()
         self.schedules.start()  # after resume(): ticks go to the sessions it took back
+        self.spawn(self.listing.prepare(), "prepare-lists")
         self._started.set()
 
     async def stop(self) -> None:
@@ -549,8 +571,13 @@ class Daemon(LoggingConfigurable):
             raise PrimeError(f"max_turns must be at most 10000, not {max_turns}")
         if name is not None and not isinstance(name, str):
             raise PrimeError("name must be a string")
-        if name is not None and len(name) > MAX_NAME_CHARS:
-            raise PrimeError(f"the name has {len(name)} characters; at most {MAX_NAME_CHARS}")
+        if name is not None and len(name) > self.max_name_chars:
+            raise TooLarge(
+                f"the name has {len(name)} characters; a session name may have at most "
+                f"{self.max_name_chars} (c.Daemon.max_name_chars)",
+                size=len(name),
+                limit=self.max_name_chars,
+            )
         depth = parent.depth + 1 if parent else 0
         if depth > self.max_depth:
             raise DepthExceeded(
@@ -574,7 +601,7 @@ class Daemon(LoggingConfigurable):
             options["autonomous"] = plan
         return SessionRecord(
             id=session_id,
-            name=name or _short(prompt),
+            name=name or _short(prompt, self.max_name_chars),
             prompt=prompt,
             model=model,
             state=SessionState.ADMITTED,
@@ -625,7 +652,7 @@ class Daemon(LoggingConfigurable):
             now = time.time()
             record = SessionRecord(
                 id=session_id,
-                name=path or f"kernel {kernel_id[:8]}",
+                name=_cut(path, self.max_name_chars) if path else f"kernel {kernel_id[:8]}",
                 prompt=f"notebook {path}" if path else f"kernel {kernel_id}",
                 state=SessionState.IDLE,
                 kind=SessionKind.NOTEBOOK,
@@ -1186,32 +1213,13 @@ class Daemon(LoggingConfigurable):
 
     # -- reading --------------------------------------------------------------------------
     def session_json(self, session_id: str) -> dict[str, Any]:
-        record = self.registry.get(session_id)
-        return self._to_json(
-            record,
-            self.accounting.subtree(session_id),
-            [c.id for c in self.registry.children(session_id)],
-        )
+        return self.listing.full(session_id)
 
-    def _to_json(
-        self,
-        record: SessionRecord,
-        subtree: dict[str, float],
-        children: list[str],
-        *,
-        brief: bool = False,
-    ) -> dict[str, Any]:
-        live = self.live.get(record.id)
-        return session_json(
-            record,
-            own=self.accounting.own(record),
-            subtree=subtree,
-            children=children,
-            kernel_alive=bool(live and live.runner is not None),
-            brief=brief,
-        )
+    def _kernel_alive(self, session_id: str) -> bool:
+        live = self.live.get(session_id)
+        return bool(live and live.runner is not None)
 
-    def list_sessions(
+    def list_json(
         self,
         *,
         states: list[str] | None = None,
@@ -1219,28 +1227,22 @@ class Daemon(LoggingConfigurable):
         parent_id: str | None = None,
         limit: int | None = None,
         changed_after: int | None = None,
-    ) -> dict[str, Any]:
-        """Records matching the filters (newest first), each with its subtree's usage summed
-        once; `changed_after` (a `cursor` of an earlier list) keeps only what changed since."""
-        rows = self.registry.select(
-            states=states, root_id=root_id, parent_id=parent_id, changed_after=changed_after
+    ) -> str:
+        """Records matching the filters (newest first: the order they were admitted in), brief,
+        as JSON text; `changed_after` (a `cursor` of an earlier list of the same `epoch`) keeps
+        only what changed since."""
+        return self.listing.text(
+            states=states,
+            root_id=root_id,
+            parent_id=parent_id,
+            limit=limit,
+            changed_after=changed_after,
+            epoch=self.epoch,
         )
-        if limit:
-            rows = rows[:limit]
-        totals: dict[str, dict[str, float]] = {}
 
-        def subtree(r: SessionRecord) -> dict[str, float]:
-            if r.id not in totals:
-                kids = self.registry.children(r.id)
-                parts = [self.accounting.own(r), *(subtree(c) for c in kids)]
-                totals[r.id] = usage_mod.summed(parts)
-            return totals[r.id]
-
-        sessions = [
-            self._to_json(r, subtree(r), [c.id for c in self.registry.children(r.id)], brief=True)
-            for r in rows
-        ]
-        return {"sessions": sessions, "cursor": self.registry.version, "epoch": self.epoch}
+    def list_sessions(self, **filters: Any) -> dict[str, Any]:
+        """`list_json` as a dict: `{"sessions": [Session], "cursor", "epoch"}`."""
+        return dict(json.loads(self.list_json(**filters)))
 
     async def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
         self.registry.get(session_id)
@@ -1270,7 +1272,11 @@ class Daemon(LoggingConfigurable):
             raise Forbidden(f"session {session_id} is not a descendant of session {caller.id}")
 
 
-def _short(prompt: str, words: int = 8) -> str:
+def _short(prompt: str, chars: int, words: int = 8) -> str:
     parts = prompt.split()
     text = " ".join(parts[:words])
-    return text + ("…" if len(parts) > words else "")
+    return _cut(text + ("…" if len(parts) > words else ""), chars)
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: max(chars - 1, 0)] + "…"
