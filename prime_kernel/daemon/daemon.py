@@ -57,9 +57,10 @@ from .autonomy import Autonomy
 from .collector import Collector
 from .compaction import compact_if_needed
 from .events import EventLog, Listener
+from .gateway import GatewayLauncher
 from .goals import Goals
 from .kernels import CellResult, KernelPool, KernelRunner
-from .launcher import KernelLauncher, LocalLauncher
+from .launcher import KernelLauncher, KernelsUnavailable, LocalLauncher
 from .lifecycle import Lifecycle
 from .listing import Listing
 from .loop import AgentLoop, TurnLimitReached
@@ -257,8 +258,24 @@ class Daemon(LoggingConfigurable):
         "template; see c.LocalLauncher) or another KernelLauncher.",
     )
 
+    gateway_url = Unicode(
+        "",
+        config=True,
+        help="Start agent kernels on this Jupyter Kernel Gateway or Enterprise Gateway "
+        "(http(s)://host:port) instead of locally; notebooks stay local. Auth and more: "
+        "c.GatewayLauncher (see docs/gateway.md).",
+    )
+    public_url = Unicode(
+        "",
+        config=True,
+        help="This server's URL as the gateway's kernels reach it (http(s)://host:port/base/): "
+        "they call the daemon there, with their session's token. Default: the URL the server "
+        "listens on (right when the gateway runs on this host).",
+    )
+
     kernel_manager = Instance(AsyncMultiKernelManager, allow_none=True)
     url = Unicode("", help="Base URL kernels call back to (set by the server adapter).")
+    server_url = Unicode("", help="The server's own http(s) URL (set by the server adapter).")
 
     @default("store_dir")
     def _default_store_dir(self) -> str:
@@ -382,12 +399,7 @@ class Daemon(LoggingConfigurable):
         await self.recovery.reap_kernels()
         # Agents work in the root (their relative paths, exports included, land there).
         root = str(Path(self.root_dir).resolve())
-        self.launcher = self.kernel_launcher_class(
-            parent=self,
-            kernel_manager=self.kernel_manager,
-            kernel_name=self.kernel_name,
-            start_timeout=self.kernel_start_timeout,
-        )
+        self.launcher = self._make_launcher()
         await self.launcher.start()
         self.pool = KernelPool(self.launcher, self.pool_size, lambda: {"cwd": root})
         self.pool.runner_kwargs = {
@@ -403,6 +415,26 @@ class Daemon(LoggingConfigurable):
         self.schedules.start()  # after resume(): ticks go to the sessions it took back
         self.spawn(self.listing.prepare(), "prepare-lists")
         self._started.set()
+
+    def _make_launcher(self) -> KernelLauncher:
+        common = {
+            "parent": self,
+            "kernel_manager": self.kernel_manager,
+            "kernel_name": self.kernel_name,
+            "start_timeout": self.kernel_start_timeout,
+        }
+        if self.gateway_url:
+            gateway = GatewayLauncher(
+                url=self.gateway_url,
+                public_url=self.public_url or self.server_url,
+                tokens=self.tokens,
+                **common,
+            )
+            # Never recorded: what the gateway authenticates us with.
+            self.scrubber.add(gateway.auth_token, *gateway.headers.values())
+            return gateway
+        launcher: KernelLauncher = self.kernel_launcher_class(**common)
+        return launcher
 
     async def stop(self) -> None:
         """A clean stop: what runs is stopped and left resumable, REPLs are snapshotted."""
@@ -732,6 +764,8 @@ class Daemon(LoggingConfigurable):
                 raise  # the daemon is stopping: the session stays resumable
         except TurnLimitReached as e:
             self._fail(live, str(e))
+        except KernelsUnavailable as e:
+            self._kernels_unavailable(live, e.message)
         except PrimeError as e:
             self._fail(live, e.message)
         except Exception as e:
@@ -740,6 +774,26 @@ class Daemon(LoggingConfigurable):
         finally:
             if acquired:
                 self.scheduler.release(live.id)
+
+    def _kernels_unavailable(self, live: LiveSession, error: str) -> None:
+        """No kernel can be had (a gateway down, or refusing us). A root that was at work
+        waits INACTIVE, resumable once the gateway is back (its conversation at its last
+        turn, its REPL from its latest snapshot); a child fails, so that its parent's rlm()
+        is not left waiting on it; a session that never started fails."""
+        if live.runner is not None:
+            self.spawn(self.release_kernel(live), f"release-{live.id}")
+        worked = live.state in (SessionState.RUNNING, SessionState.INACTIVE)
+        if live.state.terminal or not worked or live.record.parent_id is not None:
+            self._fail(live, error)
+            return
+        self.recovery.kernel_lost(live, error)
+        live.restore_reason = f"{error}; a new kernel was started."
+        if live.state != SessionState.INACTIVE:
+            self.lifecycle.change(
+                live.record,
+                SessionState.INACTIVE,
+                reason=f"{error}; `prime-agent resume {live.id}` (or a message) runs it again",
+            )
 
     def _fail(self, live: LiveSession, error: str) -> None:
         if not live.state.terminal:
@@ -994,11 +1048,26 @@ class Daemon(LoggingConfigurable):
             live.repl_names = result.names
         self.emit(live, EventKind.CELL, result.to_json("agent"))
         self._release_held(live)
+        self._check_reach(result)
         if result.status in ("died", "killed"):
             await self._replace_kernel(live, result)
         elif self._snapshot_due(live):
             await self.snapshots.save(live, "turn")
         return result
+
+    def _check_reach(self, result: CellResult) -> None:
+        """A kernel that cannot reach the daemon (a remote one given a `public_url` it cannot
+        reach) can do nothing a session needs: its first call says so, and the session ends
+        with that reason instead of the model retrying blind."""
+        for out in result.outputs:
+            if out.get("output_type") == "error" and out.get("ename") == "DaemonUnreachable":
+                where = (
+                    f" (c.Daemon.public_url, {self.public_url or self.server_url}, must be an "
+                    "address the gateway's kernels can reach)"
+                    if self.gateway_url
+                    else ""
+                )
+                raise PrimeError(f"the session's kernel {out.get('evalue')}{where}")
 
     async def run_silent(self, live: LiveSession, code: str, timeout: float) -> CellResult:
         """A cell of the daemon's own (a gate, a spill) in the session's kernel: not recorded
@@ -1027,11 +1096,10 @@ class Daemon(LoggingConfigurable):
                 f"the session's kernel {event} ({detail}) {restarts} times; the limit is "
                 f"{self.max_kernel_restarts} (c.Daemon.max_kernel_restarts)"
             )
-        assert self.kernel_manager is not None
-        if runner.kernel_id in self.kernel_manager:
+        if runner.launcher.restartable(runner.kernel_id):
             await runner.restart(timeout=self.kernel_start_timeout)
             self._kernel_started(runner)
-        else:  # shut down by a person (the Running panel): a new kernel, a new id
+        else:  # shut down by a person (the Running panel), or remote: a new kernel, a new id
             await self.release_kernel(live)
             await self._attach_kernel(live)
         self.emit(live, EventKind.KERNEL, {"event": "restarted", "detail": "a fresh kernel"})

@@ -12,9 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from prime_kernel.models.prompts import PYTHON_TOOL
 
 from prime_kernel.models import openai_direct
+from prime_kernel.models.prompts import PYTHON_TOOL
 from prime_kernel.models.router import ModelRouter, import_litellm
 from prime_kernel.protocol.errors import ModelError
 
