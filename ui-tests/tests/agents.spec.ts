@@ -948,7 +948,7 @@ test('the New agent form starts an autonomous agent with a gate: bad input stays
   await expect(view.locator('.jp-PrimeEvent-gate.jp-mod-passed .jp-PrimeEvent-head')).toContainText('after continuation 2');
 });
 
-test('a schedule added from the view: a bad cron is the daemon's message; a good one is listed and ticks', async ({
+test("a schedule added from the view: a bad cron is the daemon's message; a good one is listed and ticks", async ({
   page,
   request
 }, info) => {
