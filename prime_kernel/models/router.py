@@ -94,7 +94,9 @@ class ModelRouter:
         await self._direct.close()
         if self._litellm is None:
             return
-        with contextlib.suppress(ImportError):
+        # RuntimeError: the worker's tasks belong to another, closed loop (it is global and
+        # rebinds only when something is logged); nothing of it runs on this one.
+        with contextlib.suppress(ImportError, RuntimeError):
             from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
 
             await GLOBAL_LOGGING_WORKER.stop(discard_pending=True, timeout=2)

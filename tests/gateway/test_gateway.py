@@ -11,7 +11,7 @@ import pytest
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.daemon.gateway import GatewayLauncher
 from tests.conftest import events, wait_for
-from tests.gateway.conftest import Gateway, free_port
+from tests.gateway.server import Gateway, free_port
 
 pytestmark = pytest.mark.timeout(120)
 
