@@ -50,6 +50,9 @@ module.exports = {
       { code: "answer('watching')" }
     ]
   },
+  // An autonomous agent started from the form: each continuation answers; its gate fails the
+  // first time (the second continuation plays the second turn) and passes the next.
+  'ui-auto': { turns: [{ code: "answer('first try')" }, { code: "answer('second try')" }] },
   // A persistent agent that asks for a compaction as it answers: it goes IDLE, is passivated
   // (snapshot) after c.Daemon.idle_timeout, and a message revives it (restore), whereupon the
   // requested compaction runs before its next model call. The summary call is answered by

@@ -18,6 +18,7 @@ import {
 import {
   CancelResult,
   CapabilityRequest,
+  CreateSchedule,
   CreateSession,
   ExportRequest,
   ExportResult,
@@ -164,6 +165,11 @@ export class PrimeAPI {
   async schedules(filters: { session?: string; state?: Schedule['state'] } = {}): Promise<Schedule[]> {
     const data = await this.request<ScheduleList>(['schedules'], {}, query(filters));
     return (data && data.schedules) || [];
+  }
+
+  /** Make a person's schedule to a session; its record. */
+  createSchedule(body: CreateSchedule): Promise<Schedule> {
+    return this.request<Schedule>(['schedules'], this._json('POST', body));
   }
 
   /** Cancel a schedule (a person may cancel any); its record as it is now. */

@@ -2,7 +2,8 @@
  * The top of a session's view below its header: the session's goal (text, status, who set it,
  * its progress notes, the summary once done) with Set/Change and Clear for the user, whether
  * it runs autonomously, and its schedules (when, the next tick, how many ticks were delivered,
- * missed and skipped) with Cancel. It renders what its `SessionModel` holds and asks the model
+ * missed and skipped) with Cancel, and Add schedule (every / at / cron and a message) while the
+ * session is open. It renders what its `SessionModel` holds and asks the model
  * to act; the view reports the outcome of an action in its status line.
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
@@ -10,7 +11,7 @@ import { Widget } from '@lumino/widgets';
 
 import { h } from './dom';
 import { clockTime, firstLine } from './format';
-import { author, autonomy, autonomyText, nextTick, scheduleTiming, tickCounts } from './longrun';
+import { author, autonomy, autonomyText, nextTick, ScheduleKind, scheduleRequest, scheduleTiming, tickCounts } from './longrun';
 import type { Goal, Schedule } from './protocol';
 import type { SessionModel } from './sessionModel';
 import { isTerminal } from './states';
@@ -64,7 +65,8 @@ export class GoalSection extends Widget {
     this._heading = h('div', { className: 'jp-PrimeSession-controlLabel' }, trans.__('Schedules'), ' ', this._count);
     this._more = h('div', { className: 'jp-PrimeEvent-note' });
     this._schedules = h('div', { className: 'jp-PrimeSession-schedules' });
-    this.node.append(this._goal, this._editor, this._autonomy, this._schedules);
+    this._adder = this._scheduleAdder();
+    this.node.append(this._goal, this._editor, this._autonomy, this._schedules, this._adder);
 
     this._save.addEventListener('click', () => void this._saveGoal());
     cancel.addEventListener('click', () => this._edit(false));
@@ -102,6 +104,10 @@ export class GoalSection extends Widget {
     }
     this._autonomy.style.display = auto ? '' : 'none';
     this._renderSchedules(s?.id ?? '', schedules);
+    if (!open && this._adding) {
+      this._add(false);
+    }
+    this._adder.style.display = open ? '' : 'none';
     this.node.style.display = this._goal.childElementCount || auto || schedules.length || this._editing ? '' : 'none';
   }
 
@@ -239,6 +245,99 @@ export class GoalSection extends Widget {
     return { node, next, state, counts, cancel };
   }
 
+  /** Add schedule…, and its editor: how it repeats, when, and the message each tick delivers. */
+  private _scheduleAdder(): HTMLDivElement {
+    const trans = this._trans;
+    this._kind = h(
+      'select',
+      { className: 'jp-mod-styled', 'aria-label': trans.__('Repeat') },
+      h('option', { value: 'every' }, trans.__('every')),
+      h('option', { value: 'at' }, trans.__('at')),
+      h('option', { value: 'cron' }, trans.__('cron'))
+    );
+    this._when = h('input', { className: 'jp-mod-styled jp-PrimeSession-scheduleWhen', type: 'text', 'aria-label': trans.__('When') });
+    this._message = h('input', {
+      className: 'jp-mod-styled jp-PrimeSession-scheduleInput',
+      type: 'text',
+      placeholder: trans.__('message each tick delivers'),
+      'aria-label': trans.__('Schedule message')
+    });
+    this._addSave = h('button', { className: 'jp-mod-styled jp-mod-accept', type: 'button' }, trans.__('Add'));
+    const cancel = h('button', { className: 'jp-mod-styled jp-mod-reject', type: 'button' }, trans.__('Cancel'));
+    this._addEditor = h('div', { className: 'jp-PrimeSession-scheduleEditor' }, this._kind, this._when, this._message, this._addSave, cancel);
+    this._addEditor.style.display = 'none';
+    this._addOpen = h(
+      'button',
+      {
+        className: 'jp-mod-styled jp-PrimeSession-controlButton',
+        type: 'button',
+        title: trans.__('Send this agent a message on a timer or a cron schedule')
+      },
+      trans.__('Add schedule…')
+    );
+    this._kind.addEventListener('change', () => this._placeholder());
+    this._placeholder();
+    this._addOpen.addEventListener('click', () => this._add(true));
+    this._addSave.addEventListener('click', () => void this._saveSchedule());
+    cancel.addEventListener('click', () => this._add(false));
+    for (const input of [this._when, this._message]) {
+      input.addEventListener('keydown', ev => {
+        if (ev.key === 'Enter') {
+          ev.preventDefault();
+          void this._saveSchedule();
+        } else if (ev.key === 'Escape') {
+          ev.preventDefault();
+          this._add(false);
+        }
+      });
+    }
+    return h('div', { className: 'jp-PrimeSession-scheduleAdd' }, this._addOpen, this._addEditor);
+  }
+
+  /** The example in the When field for the kind chosen. */
+  private _placeholder(): void {
+    const trans = this._trans;
+    const examples: Record<ScheduleKind, string> = {
+      every: trans.__('e.g. 10m'),
+      at: trans.__('e.g. in 30m'),
+      cron: trans.__('e.g. */5 * * * *')
+    };
+    this._when.placeholder = examples[this._kind.value as ScheduleKind];
+  }
+
+  private _add(adding: boolean): void {
+    this._adding = adding;
+    this._addEditor.style.display = adding ? '' : 'none';
+    this._addOpen.style.display = adding ? 'none' : '';
+    if (adding) {
+      this._when.focus();
+    }
+  }
+
+  private async _saveSchedule(): Promise<void> {
+    const trans = this._trans;
+    let body;
+    try {
+      body = scheduleRequest(this._kind.value as ScheduleKind, this._when.value, this._message.value, trans);
+    } catch (err) {
+      this._options.report((err as Error).message, true);
+      return;
+    }
+    this._addSave.disabled = true;
+    try {
+      await this._options.model.addSchedule(body);
+      this._when.value = '';
+      this._message.value = '';
+      this._add(false);
+      this._options.report(trans.__('Schedule added.'));
+    } catch (err) {
+      // The editor keeps what was typed (e.g. a cron expression the daemon cannot parse).
+      this._options.report(trans.__('Could not add the schedule: %1', (err as Error).message), true);
+    } finally {
+      this._addSave.disabled = false;
+    }
+  }
+
   private _onClick(ev: MouseEvent): void {
     const target = ev.target as HTMLElement;
     const link = target.closest('[data-open]') as HTMLElement | null;
@@ -329,6 +428,14 @@ export class GoalSection extends Widget {
   private _heading: HTMLDivElement;
   private _count: HTMLSpanElement;
   private _more: HTMLDivElement;
+  private _adder: HTMLDivElement;
+  private _addOpen!: HTMLButtonElement;
+  private _addEditor!: HTMLDivElement;
+  private _kind!: HTMLSelectElement;
+  private _when!: HTMLInputElement;
+  private _message!: HTMLInputElement;
+  private _addSave!: HTMLButtonElement;
+  private _adding = false;
   /** The rows shown, by schedule id, in the order shown. */
   private _rows = new Map<string, IScheduleRow>();
   private _countdowns = new Map<Schedule, HTMLElement>();

@@ -1,12 +1,13 @@
 /**
  * Goals, schedules and autonomy as the panel shows them: what a schedule's timing, next tick
- * and counts read as, the order schedules are listed in, and the small marks of a session row.
+ * and counts read as, the order schedules are listed in, the small marks of a session row, and
+ * the request for a schedule the user makes.
  * Pure: no DOM, no JupyterLab at run time (unit tested in node: labextension/test/longrun.spec.ts).
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { firstLine, toMillis } from './format';
-import type { Goal, Schedule, Session } from './protocol';
+import type { CreateSchedule, Goal, Schedule, Session } from './protocol';
 
 /** 0.5 -> "0.5s", 90 -> "1m 30s", 600 -> "10m", 5400 -> "1h 30m", 90000 -> "1d 1h": the non-zero units. */
 export function formatInterval(seconds: number): string {
@@ -163,4 +164,36 @@ export function sessionMarks(s: Pick<Session, 'goal' | 'options'>, trans: Transl
     });
   }
   return marks;
+}
+
+/** How a schedule made in the view repeats: every interval, once at a time, or by cron. */
+export type ScheduleKind = 'every' | 'at' | 'cron';
+
+/**
+ * The body of `POST /api/prime/schedules` from what the user typed: a bare number of seconds
+ * is sent as a number, the rest as typed (the daemon parses durations, times and cron and
+ * says what is wrong). Throws an Error with a user-facing message when a field is empty.
+ */
+export function scheduleRequest(
+  kind: ScheduleKind,
+  when: string,
+  message: string,
+  trans: TranslationBundle
+): Omit<CreateSchedule, 'session_id'> {
+  const spec = when.trim();
+  if (!spec) {
+    const example = { every: '10m', at: 'in 30m', cron: '*/5 * * * *' }[kind];
+    throw new Error(trans.__('Say when (e.g. %1).', example));
+  }
+  const text = message.trim();
+  if (!text) {
+    throw new Error(trans.__('Type the message each tick delivers.'));
+  }
+  const body: Omit<CreateSchedule, 'session_id'> = { message: text };
+  if (kind === 'cron') {
+    body.cron = spec;
+  } else {
+    body[kind] = /^\d+(\.\d+)?$/.test(spec) ? Number(spec) : spec;
+  }
+  return body;
 }

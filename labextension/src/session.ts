@@ -164,9 +164,11 @@ export class SessionView extends Panel {
     this._renderHeader();
     this._control.render();
     const error = this.model.error;
+    // A load error goes once a fetch succeeds; an action's error stays until the next action.
     if (error !== null) {
       this._setStatus(this._trans.__('Could not load the session: %1', error), true);
-    } else if (this._status.classList.contains('jp-mod-error')) {
+      this._loadError = true;
+    } else if (this._loadError) {
       this._setStatus('');
     }
   }
@@ -207,6 +209,7 @@ export class SessionView extends Panel {
   }
 
   private _setStatus(text: string, error = false): void {
+    this._loadError = false;
     this._status.textContent = text;
     this._status.classList.toggle('jp-mod-error', error);
     this._status.style.display = text ? '' : 'none';
@@ -273,6 +276,8 @@ export class SessionView extends Panel {
   private _control: GoalSection;
   private _trajectory: Panel;
   private _status: HTMLDivElement;
+  /** Whether the status line shows that the session could not be loaded. */
+  private _loadError = false;
   private _input: HTMLTextAreaElement;
   private _send: HTMLButtonElement;
   private _ticker: ReturnType<typeof setInterval> | null = null;

@@ -9,7 +9,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { Coalescer } from './coalescer';
 import { sortSchedules } from './longrun';
-import type { Schedule, Session, SessionNotification, TrajectoryEvent } from './protocol';
+import type { CreateSchedule, Schedule, Session, SessionNotification, TrajectoryEvent } from './protocol';
 import { lastSeq } from './sessionIndex';
 import { isTerminal } from './states';
 import type { IPrimeAPI, IPrimeSessions, ISessionsChange } from './tokens';
@@ -99,6 +99,17 @@ export class SessionModel implements IDisposable {
   async clearGoal(): Promise<void> {
     await this._api.clearGoal(this.id);
     await this._sessions.fetch(this.id);
+  }
+
+  /**
+   * Make a schedule to this session (as the user); the list takes the schedule's record from
+   * the reply. Throws with the daemon's message when it refuses (a cron that does not parse).
+   */
+  async addSchedule(schedule: Omit<CreateSchedule, 'session_id'>): Promise<void> {
+    const made = await this._api.createSchedule({ ...schedule, session_id: this.id });
+    if (!this._disposed) {
+      this._setSchedules([made, ...this._schedules.filter(s => s.id !== made.id)]);
+    }
   }
 
   /** Cancel one of its schedules; the list takes the schedule's record from the reply. */

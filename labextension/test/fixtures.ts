@@ -4,7 +4,7 @@
  */
 import { Signal } from '@lumino/signaling';
 
-import type { EventDataMap, EventKind, GoalChange, Schedule, Session, SessionNotification, TrajectoryEvent, Usage } from '../src/protocol';
+import type { CreateSchedule, EventDataMap, EventKind, GoalChange, Schedule, Session, SessionNotification, TrajectoryEvent, Usage } from '../src/protocol';
 import type { IPrimeAPI, IPrimeSessions, ISessionsChange } from '../src/tokens';
 
 export function U(partial: Partial<Usage> = {}): Usage {
@@ -92,6 +92,15 @@ export class FakeDaemon {
       schedules: async (filters: { session?: string }) => {
         this.calls.push(`schedules ${filters.session}`);
         return this.schedules.map(s => ({ ...s }));
+      },
+      createSchedule: async (body: CreateSchedule) => {
+        this.calls.push(`create ${JSON.stringify(body)}`);
+        if (body.cron === 'bad') {
+          throw new Error('the cron expression does not parse');
+        }
+        const made = H('h3', { message: body.message, next: 1 });
+        this.schedules.push(made);
+        return { ...made };
       },
       cancelSchedule: async (id: string) => {
         this.calls.push(`cancel ${id}`);

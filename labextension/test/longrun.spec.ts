@@ -6,6 +6,7 @@ import {
   dateTime,
   formatInterval,
   nextTick,
+  scheduleRequest,
   scheduleTiming,
   sessionMarks,
   sortSchedules,
@@ -90,5 +91,18 @@ describe('autonomy and the marks of a row', () => {
     ]);
     const done = sessionMarks(S('a', { goal: { ...goal, status: 'done' } }), trans);
     expect(done).toEqual([{ kind: 'goal', label: 'goal ✓', status: 'done', title: 'Goal (done): Ship it' }]);
+  });
+});
+
+describe('scheduleRequest: a schedule the user makes in the view', () => {
+  it('sends a bare number of seconds as a number, anything else as typed', () => {
+    expect(scheduleRequest('every', ' 30 ', ' ping ', trans)).toEqual({ every: 30, message: 'ping' });
+    expect(scheduleRequest('every', '10m', 'ping', trans)).toEqual({ every: '10m', message: 'ping' });
+    expect(scheduleRequest('at', 'in 30m', 'wake up', trans)).toEqual({ at: 'in 30m', message: 'wake up' });
+    expect(scheduleRequest('cron', '*/5 * * * *', 'check', trans)).toEqual({ cron: '*/5 * * * *', message: 'check' });
+  });
+  it('refuses an empty time or message with an example', () => {
+    expect(() => scheduleRequest('cron', ' ', 'check', trans)).toThrow('Say when (e.g. */5 * * * *).');
+    expect(() => scheduleRequest('every', '1m', '  ', trans)).toThrow('Type the message each tick delivers.');
   });
 });

@@ -50,6 +50,15 @@ describe('SessionModel: goal and schedules', () => {
     expect(changes).toBe(1);
   });
 
+  it("adds a schedule to the session and lists it from the reply; a refusal is the daemon's message", async () => {
+    fake.calls = [];
+    await model.addSchedule({ every: 30, message: 'ping' });
+    expect(fake.calls).toEqual(['create {"every":30,"message":"ping","session_id":"sa"}']);
+    expect(model.schedules.map(s => s.id)).toEqual(['h3', 'h2', 'h1']);
+    await expect(model.addSchedule({ cron: 'bad', message: 'x' })).rejects.toThrow('the cron expression does not parse');
+    expect(model.schedules).toHaveLength(3);
+  });
+
   it('sets and clears the goal as the user, then reads the record again', async () => {
     fake.calls = [];
     await model.setGoal('Pass the tests');

@@ -68,12 +68,13 @@ async function screenshot(
 }
 
 /**
- * The New agent form at the side bar's default width: every field wholly inside the panel, wide
- * enough to type in, and the model picker's placeholder not cut off. A screenshot of it.
+ * The New agent form at the side bar's default width: every field (and `more`, such as the
+ * autonomous ones) wholly inside the panel, wide enough to type in, and the model picker's
+ * placeholder not cut off. A screenshot of it.
  */
-async function formFits(page: Page, info: TestInfo): Promise<void> {
+async function formFits(page: Page, info: TestInfo, more: string[] = []): Promise<void> {
   const side = (await panel(page).boundingBox())!;
-  for (const label of ['Model', 'Name', 'Token budget', 'Dollar budget', 'Time limit', 'Turn budget']) {
+  for (const label of ['Model', 'Name', 'Token budget', 'Dollar budget', 'Time limit', 'Turn budget', ...more]) {
     const box = (await page.locator(`.jp-PrimeAgents-form input[aria-label="${label}"]`).boundingBox())!;
     expect(box.x).toBeGreaterThanOrEqual(side.x);
     expect(box.x + box.width).toBeLessThanOrEqual(side.x + side.width);
@@ -89,7 +90,8 @@ async function formFits(page: Page, info: TestInfo): Promise<void> {
   });
   expect(placeholder.text).toBeLessThanOrEqual(placeholder.room);
   info.annotations.push({ type: 'side bar width', description: `${Math.round(side.width)} px` });
-  await screenshot(page, info, 'new-agent-form', { x: 0, y: 0, width: Math.ceil(side.x + side.width) + 8, height: 520 });
+  const name = more.length ? 'new-agent-form-autonomous' : 'new-agent-form';
+  await screenshot(page, info, name, { x: 0, y: 0, width: Math.ceil(side.x + side.width) + 8, height: more.length ? 680 : 520 });
 }
 
 /** An event of a Chrome trace (the fields read here). */
@@ -888,6 +890,109 @@ test('an autonomous agent: its row and view say so; its continuation and the gat
   );
   // Ended, with neither goal nor schedules: nothing to change in the goal section.
   await expect(view.locator('.jp-PrimeSession-goal button')).toHaveCount(0);
+});
+
+test('the New agent form starts an autonomous agent with a gate: bad input stays in the form; two continuations, the gate failing then passing', async ({
+  page
+}, info) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  await page.keyboard.press('ControlOrMeta+Alt+n');
+  const form = page.locator('.jp-PrimeAgents-form');
+  await expect(form.locator('.jp-PrimeAgents-prompt')).toBeVisible();
+  await form.locator('.jp-PrimeAgents-prompt').fill('Try until the gate passes');
+  await form.locator('input[aria-label="Model"]').fill('scripted/ui-auto');
+  await form.getByLabel('Name').fill('gated worker');
+  await expect(form.getByLabel('Gate command')).toBeHidden();
+  await form.getByRole('checkbox', { name: 'Autonomous' }).check();
+  await formFits(page, info, ['Gate command', 'Max continuations', 'Turns per continuation', 'Tokens per continuation', 'Time per continuation']);
+
+  // Not a whole number: an inline error, and nothing is sent.
+  const posts: string[] = [];
+  page.on('request', r => {
+    if (r.method() === 'POST' && new URL(r.url()).pathname.endsWith('/api/prime/sessions')) {
+      posts.push(r.postData() ?? '');
+    }
+  });
+  await form.getByLabel('Max continuations').fill('2.5');
+  await form.getByRole('button', { name: 'Start' }).click();
+  await expect(form.locator('.jp-PrimeAgents-formError')).toHaveText('Continuations must be a whole number from 1 to 1000, got "2.5"');
+  // A gate command that does not exist: the daemon refuses it (400), and says why.
+  await form.getByLabel('Max continuations').fill('2');
+  await form.getByLabel('Gate command').fill('no-such-gate-program --check');
+  await form.getByRole('button', { name: 'Start' }).click();
+  await expect(form.locator('.jp-PrimeAgents-formError')).toContainText(
+    "Could not start the agent: the gate's command 'no-such-gate-program' does not exist"
+  );
+  expect(posts).toHaveLength(1);
+  await expect(rows(page).filter({ hasText: 'gated worker' })).toHaveCount(0);
+
+  // The gate fails once (saying why) and passes the next time; a fresh name for each run.
+  const flag = `ui-gate-${Date.now()}.ok`;
+  await form.getByLabel('Gate command').fill(`test -f ${flag} || { echo not yet; touch ${flag}; exit 1; }`);
+  await form.getByLabel('Turns per continuation').fill('4');
+  await form.getByRole('button', { name: 'Start' }).click();
+  await expect(form.locator('.jp-PrimeAgents-formError')).toBeHidden();
+  const sent = JSON.parse(posts[1]);
+  expect(sent.autonomous).toEqual({ gate: `test -f ${flag} || { echo not yet; touch ${flag}; exit 1; }`, max_continuations: 2, turns: 4 });
+  const row = rows(page).filter({ hasText: 'gated worker' });
+  await expect(row).toHaveAttribute('data-state', 'DONE', { timeout: 90_000 });
+  await expect(row.locator('.jp-PrimeAgents-mark-autonomous')).toHaveText('auto 2/2');
+  await row.click();
+  const view = sessionView(page);
+  await expect(view.locator('.jp-PrimeSession-autonomy')).toHaveText(`Autonomous continuation 2 of 2 · gate: test -f ${flag} || { echo not yet; touch ${flag}; exit 1; }`);
+  await expect(view.locator('.jp-PrimeEvent-continuation .jp-PrimeEvent-head')).toHaveCount(2);
+  await expect(view.locator('.jp-PrimeEvent-continuation .jp-PrimeEvent-head').last()).toContainText('Continuation 2 of 2');
+  await expect(view.locator('.jp-PrimeEvent-gate.jp-mod-failed')).toHaveCount(1);
+  await expect(view.locator('.jp-PrimeEvent-gate.jp-mod-failed')).toContainText('not yet');
+  await expect(view.locator('.jp-PrimeEvent-gate.jp-mod-passed .jp-PrimeEvent-head')).toContainText('after continuation 2');
+});
+
+test("a schedule added from the view: a bad cron is the daemon's message; a good one is listed and ticks", async ({
+  page,
+  request
+}, info) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  // A persistent agent waits (IDLE) after answering: ticks wake it.
+  const created = await request.post('/api/prime/sessions', {
+    data: { prompt: 'Wait for the schedule', model: 'scripted/ui-child', name: 'scheduled waiter', persistent: true }
+  });
+  expect(created.status()).toBe(201);
+  const id = (await created.json()).id as string;
+  try {
+    const row = rows(page).and(page.locator(`[data-session-id="${id}"]`));
+    await expect(row).toHaveAttribute('data-state', 'IDLE', { timeout: 90_000 });
+    await row.click();
+    const view = sessionView(page);
+    await view.getByRole('button', { name: 'Add schedule…' }).click();
+    const status = view.locator('.jp-PrimeSession-status');
+
+    await view.getByLabel('Repeat').selectOption('cron');
+    await expect(view.getByLabel('When')).toHaveAttribute('placeholder', 'e.g. */5 * * * *');
+    await view.getByLabel('When').fill('every tuesday');
+    await view.getByLabel('Schedule message').fill('cron ping');
+    await view.getByRole('button', { name: 'Add', exact: true }).click();
+    await expect(status).toContainText('Could not add the schedule: ');
+    await expect(status).toHaveClass(/jp-mod-error/);
+    expect((await (await request.get(`/api/prime/schedules?session=${id}`)).json()).schedules).toHaveLength(0);
+
+    await view.getByLabel('Repeat').selectOption('every');
+    await view.getByLabel('When').fill('1');
+    await view.getByLabel('Schedule message').fill('ping from the view');
+    await view.getByLabel('Schedule message').press('Enter');
+    await expect(status).toHaveText('Schedule added.');
+    await expect(view.getByLabel('Schedule message')).toBeHidden();
+    const listed = view.locator('.jp-PrimeSession-schedule').filter({ hasText: 'ping from the view' });
+    await expect(listed.locator('.jp-PrimeSession-scheduleTiming')).toHaveText('every 1s');
+    await expect(listed.locator('.jp-PrimeSession-scheduleCounts')).toHaveText(/^([1-9]|\d\d+) delivered/, { timeout: 30_000 });
+    const stored = (await (await request.get(`/api/prime/schedules?session=${id}`)).json()).schedules;
+    expect(stored).toMatchObject([{ owner: 'user', target_id: id, kind: 'every', message: 'ping from the view', state: 'active' }]);
+    await view.locator('.jp-PrimeSession-control').scrollIntoViewIfNeeded();
+    await screenshot(page, info, 'session-schedule-added');
+  } finally {
+    await request.delete(`/api/prime/sessions/${id}`);
+  }
 });
 
 test('1,000 sessions: an update costs at most 16 ms of main-thread time and never refetches the list', async ({
