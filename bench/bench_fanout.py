@@ -1,14 +1,17 @@
-"""Fan-out benchmark: agent kernels forked from a template vs. started from their command.
+"""Fan-out benchmark: agent kernels forked from a template vs. started from their command vs.
+started on a Jupyter Kernel Gateway.
 
     python bench/bench_fanout.py [--sizes 10,50,100,200] [--starts 20] [--idle 10]
-                                 [--sandbox auto|bwrap|none] [--launchers fork,plain]
+                                 [--sandbox auto|bwrap|none] [--launchers fork,plain,gateway]
 
 One run measures, on this machine and at this load (printed with each phase):
 
 - floor: a bare jupyter_client kernel start + wait_for_ready (no daemon, no sandbox);
 - per launcher ("fork": `c.LocalLauncher.fork = True`; "plain": every kernel from its
-  command), each in a real server of its own (the `prime-agent run` code path, default
-  settings: pool of 2, 4 sessions at once):
+  command; "gateway": `c.Daemon.gateway_url`, every kernel started by a real
+  `jupyter-kernel-gateway` on loopback with this checkout's Prime kernelspec, from its command
+  and unsandboxed, as tests/gateway/ run it), each in a real server of its own (the
+  `prime-agent run` code path, default settings: pool of 2, 4 sessions at once):
   - child kernel ready with the pool exhausted: `KernelPool.start_kernel()` (launch + the
     kernel answering), p50 and p95; and `rlm()` -> the child RUNNING, seen from the calling
     cell, with pool size 0;
@@ -16,11 +19,13 @@ One run measures, on this machine and at this load (printed with each phase):
     `answer(1)`), wall time from the calling cell, for each N of --sizes;
   - memory of an idle child kernel: PSS (/proc/<pid>/smaps_rollup) of each kernel's processes
     (with a sandbox: bwrap and the init too), over --idle kernels; for "fork" also the
-    template's, and both together per kernel. Reading another process's PSS needs the same
-    user and, for Prime kernels (non-dumpable), CAP_SYS_PTRACE: run it as root, or it says n/a.
+    template's, and both together per kernel; for "gateway" the gateway's kernel processes
+    (local here: found by their connection file). Reading another process's PSS needs the
+    same user and, for Prime kernels (non-dumpable), CAP_SYS_PTRACE: run it as root, or it
+    says n/a.
 
-Ratios are to the floor, and fork to plain. Nothing is asserted. Each launcher runs in a
-process of its own, one after the other.
+Ratios are to the floor, and fork and gateway to plain. Nothing is asserted. Each launcher
+runs in a process of its own (with its gateway), one after the other.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ from floors import kernel_start_floor
 from prime_kernel.cli.run import make_server
 from prime_kernel.daemon.kernels import KernelRunner
 from prime_kernel.models import scripted
+from tests.gateway.server import GATEWAY_TOKEN, Gateway
+
+LAUNCHERS = ("fork", "plain", "gateway")
 
 
 def load() -> str:
@@ -82,6 +90,26 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def gateway_kernel_pid(gateway: Gateway, kernel_id: str) -> int | None:
+    """The process of the gateway's kernel `kernel_id`: the child of the gateway started on
+    its connection file (kernel-<id>.json)."""
+    assert gateway.process is not None
+    needle = f"kernel-{kernel_id}.json".encode()
+    for pid in descendants(gateway.process.pid):
+        try:
+            if needle in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def kernel_pid(daemon: Any, runner: Any, gateway: Gateway | None) -> int | None:
+    if gateway is not None:
+        return gateway_kernel_pid(gateway, runner.kernel_id)
+    return int(daemon.kernel_manager.get_kernel(runner.kernel_id).provisioner.pid)
+
+
 async def drain_pool(daemon: Any) -> None:
     daemon.pool.size = 0
     await asyncio.gather(*daemon.pool._tasks, return_exceptions=True)
@@ -114,7 +142,7 @@ async def state_ts(daemon: Any, sid: str, state: str) -> float:
     raise LookupError(f"{sid} never reached {state}")
 
 
-async def measure(app: Any, args: argparse.Namespace) -> dict[str, Any]:
+async def measure(app: Any, args: argparse.Namespace, gateway: Gateway | None) -> dict[str, Any]:
     await app._post_start()
     daemon = app.web_app.settings["prime_daemon"]
     trivial = scripted.register_script("bench_trivial", [{"code": "answer(1)"}])
@@ -154,7 +182,9 @@ async def measure(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     await asyncio.sleep(2)
     per_kernel = []
     for runner in idle:
-        pid = km.get_kernel(runner.kernel_id).provisioner.pid
+        pid = kernel_pid(daemon, runner, gateway)
+        if pid is None:
+            continue
         sizes = [pss_kb(p) for p in [pid, *descendants(pid)]]
         if None not in sizes:
             per_kernel.append(sum(s for s in sizes if s is not None) / 1024)
@@ -192,20 +222,38 @@ async def measure(app: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def worker(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory() as root:
-        app = make_server(
-            Path(root),
-            [
-                f"--LocalLauncher.fork={args.worker == 'fork'}",
-                f"--Sandbox.mode={args.sandbox}",
-                "--Daemon.keep_root_kernel=0",
-            ],
-        )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "root"
+        root.mkdir()
+        argv = [
+            f"--LocalLauncher.fork={args.worker == 'fork'}",
+            f"--Sandbox.mode={args.sandbox}",
+            "--Daemon.keep_root_kernel=0",
+        ]
+        gateway = None
+        if args.worker == "gateway":
+            (Path(tmp) / "gateway").mkdir()
+            gateway = Gateway(Path(tmp) / "gateway")
+            gateway.start()
+            # public_url: the server's own URL (its default), loopback like the gateway.
+            argv += [
+                f"--Daemon.gateway_url={gateway.url}",
+                f"--GatewayLauncher.auth_token={GATEWAY_TOKEN}",
+            ]
         try:
-            res = app.io_loop.run_sync(lambda: measure(app, args))
+            app = make_server(root, argv)
+            try:
+                res = app.io_loop.run_sync(lambda: measure(app, args, gateway))
+            finally:
+                app.io_loop.run_sync(app._cleanup)
         finally:
-            app.io_loop.run_sync(app._cleanup)
-    res["sandbox"] = app.web_app.settings["prime_sandbox"].probe().mode
+            if gateway is not None:
+                gateway.stop()
+    res["sandbox"] = (
+        "none (kernels on the gateway)"
+        if gateway is not None
+        else app.web_app.settings["prime_sandbox"].probe().mode
+    )
     print(json.dumps(res))
 
 
@@ -216,10 +264,13 @@ def main() -> None:
     parser.add_argument("--idle", type=int, default=10, help="idle kernels for the PSS")
     parser.add_argument("--sandbox", default="auto", choices=["auto", "bwrap", "none"])
     parser.add_argument("--launchers", default="fork,plain")
-    parser.add_argument("--worker", choices=["fork", "plain"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=LAUNCHERS, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     args.sizes = [int(n) for n in args.sizes.split(",") if n]
+    unknown = set(args.launchers.split(",")) - set(LAUNCHERS)
+    if unknown:
+        parser.error(f"unknown launchers {sorted(unknown)}; choose from {','.join(LAUNCHERS)}")
     if args.worker:
         worker(args)
         return
@@ -244,7 +295,9 @@ def main() -> None:
 
 def report(r: dict[str, Any], args: argparse.Namespace) -> None:
     floor = r["floor"]
-    names = [n for n in ("fork", "plain") if n in r]
+    names = [n for n in LAUNCHERS if n in r]
+    # Each launcher beside plain (the same kernel, started from its command by the daemon).
+    pairs = [(n, "plain") for n in ("fork", "gateway") if n in r and "plain" in r]
     print(
         f"floor: bare kernel start + wait_for_ready {floor * 1e3:.0f} ms (load {r['floor_load']})"
     )
@@ -253,46 +306,57 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
             f"{name}: sandbox {r[name]['sandbox']}; load "
             + "; ".join(f"{k} {v}" for k, v in r[name]["load"].items())
         )
-    header = f"{'measure':<44}" + "".join(f"{n:>10}{n + '/floor':>13}" for n in names)
-    if len(names) == 2:
-        header += f"{'fork/plain':>12}"
+    header = f"{'measure':<44}" + "".join(f"{n:>10}{n + '/floor':>15}" for n in names)
+    header += "".join(f"{a + '/' + b:>15}" for a, b in pairs)
     print(header)
 
-    def row(label: str, key: str, unit: str = "ms", ratio: bool = True) -> None:
-        values = [r[n].get(key) for n in names]
-        line = f"{label:<44}"
-        for v in values:
-            if v is None:
-                line += f"{'n/a':>10}{'':>13}"
+    def line(label: str, values: dict[str, float | None], unit: str, ratio: bool) -> str:
+        out = f"{label:<44}"
+        for name in names:
+            v = values.get(name)
+            if name not in values:  # nothing of the kind (a template, for plain)
+                out += f"{'':>25}"
+            elif v is None:
+                out += f"{'n/a':>10}{'':>15}"
             elif unit == "ms":
-                line += f"{v * 1e3:>8.0f}ms" + (f"{v / floor:>12.2f}x" if ratio else f"{'':>13}")
+                out += f"{v * 1e3:>8.0f}ms" + (f"{v / floor:>14.2f}x" if ratio else f"{'':>15}")
             elif unit == "s":
-                line += f"{v:>9.1f}s" + (f"{v / floor:>12.1f}x" if ratio else f"{'':>13}")
+                out += f"{v:>9.1f}s" + (f"{v / floor:>14.1f}x" if ratio else f"{'':>15}")
             else:
-                line += f"{v:>8.1f}MB{'':>13}"
-        if len(values) == 2 and None not in values and values[1]:
-            line += f"{values[0] / values[1]:>11.2f}x"
-        print(line)
+                out += f"{v:>8.1f}MB{'':>15}"
+        for a, b in pairs:
+            va, vb = values.get(a), values.get(b)
+            out += f"{va / vb:>14.2f}x" if va is not None and vb else f"{'':>15}"
+        return out
+
+    def row(label: str, key: str, unit: str = "ms", ratio: bool = True) -> None:
+        print(line(label, {n: r[n].get(key) for n in names}, unit, ratio))
 
     row("child kernel ready, pool exhausted (p50)", "start_p50")
     row("child kernel ready, pool exhausted (p95)", "start_p95")
     row("rlm() -> child RUNNING, pool 0 (p50)", "rlm_ready_p50")
     row("rlm() -> child RUNNING, pool 0 (p95)", "rlm_ready_p95")
     for n in args.sizes:
-        for name in names:
-            r[name][f"fanout_{n}"] = r[name]["fanout"][str(n)]
-        row(f"rlm.map + gather, {n} children", f"fanout_{n}", unit="s")
+        print(
+            line(
+                f"rlm.map + gather, {n} children",
+                {name: r[name]["fanout"][str(n)] for name in names},
+                "s",
+                True,
+            )
+        )
     row("idle child kernel PSS", "pss_kernel", unit="MB")
-    if "fork" in r and r["fork"].get("pss_template") is not None:
-        fork = r["fork"]
-        print(f"{'template PSS (shared by every kernel)':<44}{fork['pss_template']:>8.1f}MB")
+    fork = r.get("fork", {})
+    if fork.get("pss_template") is not None:
+        print(
+            line(
+                "template PSS (shared by every kernel)", {"fork": fork["pss_template"]}, "MB", False
+            )
+        )
         if fork.get("pss_kernel") is not None:
-            total = fork["pss_kernel"] + fork["pss_template"] / args.idle
-            line = f"{'idle child kernel PSS + template share':<44}{total:>8.1f}MB"
-            plain = r.get("plain", {}).get("pss_kernel")
-            if plain:
-                line += f"{'':>13}{'':>10}{'':>13}{total / plain:>11.2f}x"
-            print(line)
+            values = {n: r[n].get("pss_kernel") for n in names}
+            values["fork"] = fork["pss_kernel"] + fork["pss_template"] / args.idle
+            print(line("idle child kernel PSS + template share", values, "MB", False))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from .daemon.forkserver import ForkedProcess, ForkError, ForkServer
 from .daemon.launcher import agent_launch
 from .kernel.boot import BOOT_FD_ENV
 from .kernel.template import INFO_FD, PLACEHOLDER
-from .protocol.wire import TOKEN_ENV, URL_ENV
+from .protocol.wire import BOOT_ENV, TOKEN_ENV, URL_ENV
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,10 @@ class PrimeProvisioner(LocalProvisioner):
         for name in (TOKEN_ENV, URL_ENV, BOOT_FD_ENV):
             env.pop(name, None)
         if not connected:
+            # On a gateway's host: the daemon that asked for this kernel sent its boot
+            # document in the start request's environment (KERNEL_PRIME_BOOT).
             return kwargs
+        env.pop(BOOT_ENV, None)
         assert daemon is not None
         doc: dict[str, Any] = {
             "url": daemon.url,

@@ -39,6 +39,20 @@ module.exports = {
   'ui-refine': { turns: [{ text: JSON.stringify(refinement) }] },
   // What a notebook's llm() call gets back.
   'ui-hello': { turns: [{ text: 'Hello from the scripted model.' }] },
+  // An agent that sets a goal, notes progress on it and makes an hourly heartbeat, then answers:
+  // the heartbeat keeps it waiting (IDLE) instead of ending DONE. Woken by a tick later, it
+  // replies that its script has no more turns.
+  'ui-goal': {
+    turns: [
+      {
+        code: "goal.set('Keep the build green')\ngoal.progress('wrote the first test')\nbeat = schedule.every('1h', 'hourly check')\nbeat['id']"
+      },
+      { code: "answer('watching')" }
+    ]
+  },
+  // An autonomous agent started from the form: each continuation answers; its gate fails the
+  // first time (the second continuation plays the second turn) and passes the next.
+  'ui-auto': { turns: [{ code: "answer('first try')" }, { code: "answer('second try')" }] },
   // A persistent agent that asks for a compaction as it answers: it goes IDLE, is passivated
   // (snapshot) after c.Daemon.idle_timeout, and a message revives it (restore), whereupon the
   // requested compaction runs before its next model call. The summary call is answered by

@@ -18,10 +18,15 @@ import {
 import {
   CancelResult,
   CapabilityRequest,
+  CreateSchedule,
   CreateSession,
   ExportRequest,
   ExportResult,
+  Goal,
+  GoalChange,
   ModelList,
+  Schedule,
+  ScheduleList,
   Session,
   SessionList,
   TrajectoryEvent
@@ -142,6 +147,34 @@ export class PrimeAPI {
 
   interrupt(id: string): Promise<unknown> {
     return this.request(['sessions', id, 'interrupt'], this._json('POST', {}));
+  }
+
+  /** Set the session's goal (`text`), note progress, or mark it done, as the user. */
+  async setGoal(id: string, change: GoalChange): Promise<Goal> {
+    const data = await this.request<{ goal: Goal }>(['sessions', id, 'goal'], this._json('PUT', change));
+    return data.goal;
+  }
+
+  /** Clear the session's goal; false if it had none. */
+  async clearGoal(id: string): Promise<boolean> {
+    const data = await this.request<{ cleared: boolean }>(['sessions', id, 'goal'], { method: 'DELETE' });
+    return data.cleared;
+  }
+
+  /** Schedules, newest first: with `session`, those owned by it or ticking to it. */
+  async schedules(filters: { session?: string; state?: Schedule['state'] } = {}): Promise<Schedule[]> {
+    const data = await this.request<ScheduleList>(['schedules'], {}, query(filters));
+    return (data && data.schedules) || [];
+  }
+
+  /** Make a person's schedule to a session; its record. */
+  createSchedule(body: CreateSchedule): Promise<Schedule> {
+    return this.request<Schedule>(['schedules'], this._json('POST', body));
+  }
+
+  /** Cancel a schedule (a person may cancel any); its record as it is now. */
+  cancelSchedule(scheduleId: string): Promise<Schedule> {
+    return this.request<Schedule>(['schedules', scheduleId], { method: 'DELETE' });
   }
 
   models(): Promise<ModelList> {

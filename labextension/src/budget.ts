@@ -1,12 +1,13 @@
 /**
  * Budgets: parsing what a person types in the New agent form (and in the settings) into the
- * daemon's budget keys, and showing a session's budget. Pure (labextension/test/budget.spec.ts).
+ * daemon's budget keys and autonomous limits, and showing a session's budget. Pure
+ * (labextension/test/budget.spec.ts).
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { formatCost, formatElapsed, formatTokens } from './format';
 import { untranslated } from './i18n';
-import type { Budget } from './protocol';
+import type { Autonomous, Budget } from './protocol';
 
 /** What the user typed into the budget fields (empty: no limit). */
 export interface IBudgetInput {
@@ -35,7 +36,7 @@ function parseCount(raw: string, what: string, example: string, trans: Translati
 }
 
 /** Seconds from "90", "90s", "10m", "1.5h"; null if empty. */
-function parseDuration(raw: string, trans: TranslationBundle): number | null {
+function parseDuration(raw: string, what: string, trans: TranslationBundle): number | null {
   const t = raw.trim().toLowerCase().replace(/\s+/g, '');
   if (!t) {
     return null;
@@ -43,13 +44,13 @@ function parseDuration(raw: string, trans: TranslationBundle): number | null {
   const m = /^(\d+(?:\.\d+)?)(s|m|min|h)?$/.exec(t);
   if (!m) {
     throw new Error(
-      trans.__('Time limit must be seconds or a duration like 90s, 10m, 1.5h, got "%1"', raw)
+      trans.__('%1 must be seconds or a duration like 90s, 10m, 1.5h, got "%2"', what, raw)
     );
   }
   const mult = m[2] === 'h' ? 3600 : m[2] === 'm' || m[2] === 'min' ? 60 : 1;
   const value = parseFloat(m[1]) * mult;
   if (value <= 0) {
-    throw new Error(trans.__('Time limit must be positive'));
+    throw new Error(trans.__('%1 must be positive', what));
   }
   return value;
 }
@@ -73,7 +74,7 @@ export function parseBudget(input: IBudgetInput, trans: TranslationBundle = untr
     }
     budget.dollars = value;
   }
-  const seconds = parseDuration(input.seconds ?? '', trans);
+  const seconds = parseDuration(input.seconds ?? '', trans.__('Time limit'), trans);
   if (seconds !== null) {
     budget.seconds = seconds;
   }
@@ -82,6 +83,59 @@ export function parseBudget(input: IBudgetInput, trans: TranslationBundle = untr
     budget.turns = turns;
   }
   return Object.keys(budget).length ? budget : undefined;
+}
+
+/** A whole number from 1 to `max` ("3"); null if empty. */
+function parseWhole(raw: string, what: string, max: number, trans: TranslationBundle): number | null {
+  const t = raw.trim();
+  if (!t) {
+    return null;
+  }
+  const value = /^\d+$/.test(t) ? Number(t) : NaN;
+  if (!(value >= 1 && value <= max)) {
+    throw new Error(trans.__('%1 must be a whole number from 1 to %2, got "%3"', what, max, raw));
+  }
+  return value;
+}
+
+/** What the user typed for an autonomous run (empty: the daemon's default). */
+export interface IAutonomousInput {
+  gate?: string;
+  maxContinuations?: string;
+  turns?: string;
+  tokens?: string;
+  seconds?: string;
+}
+
+/**
+ * Parse the autonomous fields into the daemon's `autonomous` value: true when all are empty
+ * (the daemon's defaults; an answer passes), else the gate (a shell command) and the limits of
+ * each continuation that were given. Throws an Error with a user-facing message for invalid
+ * input.
+ */
+export function parseAutonomous(input: IAutonomousInput, trans: TranslationBundle = untranslated): Autonomous {
+  const plan: Exclude<Autonomous, boolean> = {};
+  const gate = (input.gate ?? '').trim();
+  if (gate) {
+    plan.gate = gate;
+  }
+  const continuations = parseWhole(input.maxContinuations ?? '', trans.__('Continuations'), 1000, trans);
+  if (continuations !== null) {
+    plan.max_continuations = continuations;
+  }
+  const turns = parseWhole(input.turns ?? '', trans.__('Turns per continuation'), 10000, trans);
+  if (turns !== null) {
+    plan.turns = turns;
+  }
+  const tokens = parseCount(input.tokens ?? '', trans.__('Tokens per continuation'), '80k', trans);
+  if (tokens !== null) {
+    plan.tokens = tokens;
+  }
+  const seconds = parseDuration(input.seconds ?? '', trans.__('Time per continuation'), trans);
+  if (seconds !== null) {
+    plan.seconds = seconds;
+  }
+  return Object.keys(plan).length ? plan : true;
 }
 
 /** "tokens 50k, dollars $0.50, time 10m 00s, turns 30" for a session's budget. */

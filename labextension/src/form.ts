@@ -1,12 +1,13 @@
 /**
  * The "New agent" form: prompt, model (any litellm name; the known ones suggested), optional
- * name and budget (tokens, dollars, wall-clock time and model calls over the agent's subtree).
- * Its fields wrap to fit the side bar; its defaults come from the settings.
+ * name and budget (tokens, dollars, wall-clock time and model calls over the agent's subtree);
+ * Autonomous, with an optional gate (a shell command) and the limits of each continuation
+ * (blank: the daemon's defaults). Its fields wrap to fit the side bar; its defaults come from the settings.
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
-import { IBudgetInput, parseBudget } from './budget';
+import { IAutonomousInput, IBudgetInput, parseAutonomous, parseBudget } from './budget';
 import { h } from './dom';
 import type { CreateSession, Session } from './protocol';
 import type { IPrimeSessions, IPrimeSettings } from './tokens';
@@ -45,6 +46,23 @@ export class NewAgentForm extends Widget {
     this._dollars = input(trans.__('Dollar budget'), trans.__('e.g. 0.50'));
     this._seconds = input(trans.__('Time limit'), trans.__('e.g. 10m'));
     this._turns = input(trans.__('Turn budget'), trans.__('e.g. 30'));
+    this._autonomous = h('input', { type: 'checkbox', 'aria-label': trans.__('Autonomous') });
+    this._gate = input(trans.__('Gate command'), trans.__('optional, e.g. pytest -q'), { spellcheck: 'false' });
+    this._continuations = input(trans.__('Max continuations'), trans.__('default 3'));
+    this._autoTurns = input(trans.__('Turns per continuation'), trans.__('default 12'));
+    this._autoTokens = input(trans.__('Tokens per continuation'), trans.__('default 80k'));
+    this._autoSeconds = input(trans.__('Time per continuation'), trans.__('default 30m'));
+    this._autoFields = h(
+      'div',
+      { className: 'jp-PrimeAgents-fields jp-PrimeAgents-autonomousFields' },
+      field(trans.__('Gate (exit 0 ends the run)'), this._gate, 'jp-mod-wide'),
+      field(trans.__('Continuations'), this._continuations),
+      field(trans.__('Turns each'), this._autoTurns),
+      field(trans.__('Tokens each'), this._autoTokens),
+      field(trans.__('Time each'), this._autoSeconds)
+    );
+    this._autonomous.addEventListener('change', () => this._showAutonomous());
+    this._showAutonomous();
     this._error = h('div', { className: 'jp-PrimeAgents-formError', role: 'alert' });
     this._start = h(
       'button',
@@ -68,6 +86,16 @@ export class NewAgentForm extends Widget {
         field(trans.__('Time'), this._seconds),
         field(trans.__('Turns'), this._turns)
       ),
+      h(
+        'label',
+        {
+          className: 'jp-PrimeAgents-autonomous',
+          title: trans.__('Keep working until the gate passes (or it answers, without a gate) or the continuations run out')
+        },
+        this._autonomous,
+        h('span', {}, trans.__('Autonomous'))
+      ),
+      this._autoFields,
       this._models,
       this._error,
       h('div', { className: 'jp-PrimeAgents-formButtons' }, close, this._start)
@@ -134,6 +162,14 @@ export class NewAgentForm extends Widget {
       this._showError((err as Error).message);
       return;
     }
+    if (this._autonomous.checked) {
+      try {
+        body.autonomous = parseAutonomous(this._autonomousInput(), trans);
+      } catch (err) {
+        this._showError((err as Error).message);
+        return;
+      }
+    }
     const model = this._model.value.trim();
     if (model) {
       body.model = model;
@@ -173,6 +209,20 @@ export class NewAgentForm extends Widget {
     };
   }
 
+  private _autonomousInput(): IAutonomousInput {
+    return {
+      gate: this._gate.value,
+      maxContinuations: this._continuations.value,
+      turns: this._autoTurns.value,
+      tokens: this._autoTokens.value,
+      seconds: this._autoSeconds.value
+    };
+  }
+
+  private _showAutonomous(): void {
+    this._autoFields.style.display = this._autonomous.checked ? '' : 'none';
+  }
+
   /** Fill the model and budget fields from the settings, except where the person typed. */
   private _applyDefaults(): void {
     const { defaultModel, defaultBudget } = this.options.settings;
@@ -190,8 +240,7 @@ export class NewAgentForm extends Widget {
   }
 
   private _showError(msg: string): void {
-    this._error.textContent = msg;
-    this._error.style.display = msg ? '' : 'none';
+    this._error.textContent = msg; // hidden while empty
   }
 
   private _prompt: HTMLTextAreaElement;
@@ -202,6 +251,13 @@ export class NewAgentForm extends Widget {
   private _dollars: HTMLInputElement;
   private _seconds: HTMLInputElement;
   private _turns: HTMLInputElement;
+  private _autonomous: HTMLInputElement;
+  private _autoFields: HTMLDivElement;
+  private _gate: HTMLInputElement;
+  private _continuations: HTMLInputElement;
+  private _autoTurns: HTMLInputElement;
+  private _autoTokens: HTMLInputElement;
+  private _autoSeconds: HTMLInputElement;
   private _error: HTMLDivElement;
   private _start: HTMLButtonElement;
   private _busy = false;

@@ -14,6 +14,7 @@ import { h, stateBadge } from './dom';
 import { NewAgentForm } from './form';
 import { elapsedSeconds, formatCost, formatElapsed, formatTokens, sessionLabel } from './format';
 import { agentsIcon } from './icons';
+import { sessionMarks } from './longrun';
 import { Session, SESSION_STATES } from './protocol';
 import { isTerminal } from './states';
 import type { IAgentsColumn, IPrimeAgentsPanel, IPrimeSessions, IPrimeSettings, ISessionsChange } from './tokens';
@@ -501,6 +502,9 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
         stateBadge(s.state),
         h('span', { className: 'jp-PrimeAgents-label' }, label),
         row.collapsed ? h('span', { className: 'jp-PrimeAgents-more' }, `+${row.descendants}`) : null,
+        ...sessionMarks(s, trans).map(m =>
+          h('span', { className: `jp-PrimeAgents-mark jp-PrimeAgents-mark-${m.kind} jp-mod-${m.status || 'none'}`, title: m.title }, m.label)
+        ),
         h('span', { className: 'jp-PrimeAgents-elapsed' }, formatElapsed(elapsedSeconds(s, now)))
       ),
       h('div', { className: 'jp-PrimeAgents-rowMeta' }, ...meta)

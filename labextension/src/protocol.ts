@@ -424,7 +424,7 @@ export interface SessionNotification {
   parent_id?: string | null;
 }
 
-/** GET /api/prime/sessions: records newest first; `cursor` and `epoch` let a client ask for what changed since (`?changed_after=cursor`, valid while `epoch` is the same daemon run). */
+/** GET /api/prime/sessions: records newest first (in the order they were admitted), brief: prompt, answer_repr and error cut to 500 characters, name to the name limit, options without a spec's instructions (GET /sessions/{id} has them whole); `cursor` and `epoch` let a client ask for what changed since (`?changed_after=cursor`, valid while `epoch` is the same daemon run). */
 export interface SessionList {
   sessions: Array<Session>;
   cursor: number;
@@ -549,7 +549,7 @@ export interface CreateChild {
   prompt: string;
   /** A litellm model name; default: the parent's, PRIME_MODEL, or c.Daemon.default_model. */
   model?: string;
-  /** A short name (default: the prompt's first words). */
+  /** A short name (default: the prompt's first words); at most c.Daemon.max_name_chars characters (200 unless configured), else 413 too_large. */
   name?: string;
   budget?: Budget;
   /** Model turns before the session is stopped. */
@@ -590,7 +590,7 @@ export interface CreateSession {
   prompt: string;
   /** A litellm model name; default: the parent's, PRIME_MODEL, or c.Daemon.default_model. */
   model?: string;
-  /** A short name (default: the prompt's first words). */
+  /** A short name (default: the prompt's first words); at most c.Daemon.max_name_chars characters (200 unless configured), else 413 too_large. */
   name?: string;
   budget?: Budget;
   /** Model turns before the session is stopped. */

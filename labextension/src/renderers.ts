@@ -12,6 +12,7 @@ import { Panel, Widget } from '@lumino/widgets';
 import { formatBudget } from './budget';
 import { h, stateBadge } from './dom';
 import { clockTime, firstLine, formatBytes, formatCost, formatDuration, formatTokens } from './format';
+import { author, formatInterval, scheduleTiming } from './longrun';
 import { EventDataMap, EventKind, TrajectoryEvent } from './protocol';
 
 /** What a renderer may use beyond its event. */
@@ -87,6 +88,46 @@ function tokens(usage: EventDataMap['model_call']['usage'], trans: TranslationBu
     return total;
   }
   return `${total} (${trans.__('%1 in / %2 out', formatTokens(usage.prompt_tokens), formatTokens(usage.completion_tokens))})`;
+}
+
+/** Who did it: "you", "this agent", or a link to the other session. */
+function by(who: string, event: TrajectoryEvent, { trans, openSession }: IRenderContext): Node | string {
+  const name = author(who, event.session_id, trans);
+  return SESSION_ID.test(who) && who !== event.session_id ? link(name, trans.__('Open %1', who), () => openSession(who)) : name;
+}
+
+/** "12 turns · 80k tok · 30m" of a continuation's limits. */
+function limits(l: EventDataMap['continuation']['limits'], trans: TranslationBundle): string {
+  const parts = [
+    l?.turns !== undefined ? trans._n('%1 turn', '%1 turns', l.turns) : '',
+    l?.tokens !== undefined ? trans.__('%1 tok', formatTokens(l.tokens)) : '',
+    l?.seconds !== undefined ? formatInterval(l.seconds) : ''
+  ];
+  return parts.filter(Boolean).join(' · ');
+}
+
+/** What a gate ran: the command or expression, or "an answer". */
+function gateTest(d: EventDataMap['gate'], trans: TranslationBundle): string {
+  return d.kind === 'answer' ? trans.__('an answer') : d.command || d.kind;
+}
+
+/** Why a gate passed or failed, briefly: its exit status, a timeout, an error. */
+function gateVerdict(d: EventDataMap['gate'], trans: TranslationBundle): string {
+  if (d.timed_out) {
+    return trans.__('timed out');
+  }
+  if (d.kind === 'shell' && d.exit_code !== undefined && d.exit_code !== null) {
+    return trans.__('exit status %1', d.exit_code);
+  }
+  return d.error ? firstLine(d.error) : '';
+}
+
+/** "arr (50 MB), df (3 MB)" of spilled values. */
+function spilled(list: EventDataMap['gc']['spilled'], trans: TranslationBundle): string {
+  return names(
+    (list ?? []).map(v => `${v.name} (${formatBytes(v.size)})`),
+    trans
+  );
 }
 
 export const RENDERERS: EventRenderers = {
@@ -306,6 +347,133 @@ export const RENDERERS: EventRenderers = {
         h('span', { className: `jp-PrimeHarness-refStatus jp-mod-${d.status}` }, d.status)
       ]
     })
+  },
+  goal: {
+    summary: (d, trans) =>
+      ({
+        set: () => trans.__('goal set: %1', firstLine(d.text)),
+        progress: () => trans.__('goal progress: %1', firstLine(d.note)),
+        done: () => trans.__('goal done: %1', firstLine(d.summary || d.text)),
+        cleared: () => trans.__('goal cleared')
+      })[d.event](),
+    render: (event, ctx) => {
+      const { data: d } = event;
+      const { trans } = ctx;
+      const what = {
+        set: trans.__('Goal set'),
+        progress: trans.__('Progress on the goal'),
+        done: trans.__('Goal done'),
+        cleared: trans.__('Goal cleared')
+      }[d.event];
+      return {
+        classes: [`jp-mod-${d.event}`],
+        head: [strong(what), ' · ', trans.__('by'), ' ', by(d.by, event, ctx)],
+        body: [
+          d.event === 'progress' ? text('jp-PrimeEvent-goalText', d.note ?? '') : null,
+          d.event !== 'progress' && d.text ? text(`jp-PrimeEvent-goalText${d.event === 'cleared' ? ' jp-mod-cleared' : ''}`, d.text) : null,
+          d.summary ? labelled('jp-PrimeEvent-goalSummary', trans.__('summary:'), d.summary) : null
+        ]
+      };
+    }
+  },
+  continuation: {
+    summary: (d, trans) => trans.__('continuation %1 of %2', d.continuation, d.of),
+    render: ({ data: d }, { trans }) => ({
+      head: [
+        strong(trans.__('Continuation %1 of %2', d.continuation, d.of)),
+        d.limits ? ` · ${limits(d.limits, trans)}` : '',
+        d.gate ? ` · ${trans.__('gate: %1', d.gate)}` : ''
+      ],
+      body: [d.reason ? text('jp-PrimeEvent-note', trans.__('the previous one ended: %1', d.reason)) : null]
+    })
+  },
+  gate: {
+    summary: (d, trans) =>
+      d.passed ? trans.__('gate passed: %1', gateTest(d, trans)) : trans.__('gate failed: %1', gateTest(d, trans)),
+    render: ({ data: d }, { trans }) => {
+      const verdict = gateVerdict(d, trans);
+      return {
+        classes: [d.passed ? 'jp-mod-passed' : 'jp-mod-failed'],
+        head: [
+          strong(d.passed ? trans.__('Gate passed') : trans.__('Gate failed')),
+          ' · ',
+          h('code', { className: 'jp-PrimeEvent-gateTest' }, gateTest(d, trans)),
+          verdict ? ` · ${verdict}` : '',
+          ` · ${trans.__('after continuation %1', d.continuation)}`,
+          typeof d.duration === 'number' ? ` · ${formatDuration(d.duration)}` : ''
+        ],
+        body: [
+          labelled('jp-PrimeEvent-note', trans.__('the continuation ended:'), d.ended ?? ''),
+          d.output && d.output.trim()
+            ? h('details', { className: 'jp-PrimeEvent-summary', open: !d.passed }, h('summary', {}, trans.__('Output')), pre('', d.output))
+            : null,
+          d.error && !d.timed_out ? pre('jp-PrimeEvent-errorText', d.error) : null
+        ]
+      };
+    }
+  },
+  schedule: {
+    summary: (d, trans) =>
+      d.reason
+        ? trans.__('schedule %1 %2: %3', d.schedule_id, d.event, firstLine(d.reason))
+        : trans.__('schedule %1 %2', d.schedule_id, d.event),
+    render: (event, ctx) => {
+      const { data: d } = event;
+      const { trans, openSession } = ctx;
+      const what = {
+        created: trans.__('Schedule made'),
+        cancelled: trans.__('Schedule cancelled'),
+        ended: trans.__('Schedule ended'),
+        skipped: trans.__('Tick skipped')
+      }[d.event];
+      const target = d.target_id && d.target_id !== event.session_id ? d.target_id : null;
+      return {
+        head: [
+          strong(what),
+          d.kind && d.spec ? ` · ${scheduleTiming({ kind: d.kind, spec: d.spec }, trans)}` : '',
+          target ? ' · → ' : '',
+          target ? link(target, trans.__('Open %1', target), () => openSession(target)) : null,
+          d.owner ? ` · ${trans.__('by')} ` : '',
+          d.owner ? by(d.owner, event, ctx) : null,
+          d.event === 'created' && d.next ? ` · ${trans.__('first tick %1', clockTime(d.next))}` : ''
+        ],
+        body: [
+          d.message && d.event === 'created' ? text('jp-PrimeEvent-message', d.message) : null,
+          d.reason ? text('jp-PrimeEvent-note', d.reason) : null
+        ]
+      };
+    }
+  },
+  gc: {
+    summary: (d, trans) => {
+      const parts = [
+        d.spilled?.length ? trans.__('spilled %1', names(d.spilled.map(v => v.name), trans)) : '',
+        d.dropped?.length ? trans.__('dropped %1', names(d.dropped, trans)) : ''
+      ].filter(Boolean);
+      return trans.__('memory (%1): %2', d.reason, parts.join('; ') || trans.__('nothing'));
+    },
+    render: ({ data: d }, { trans }) => {
+      const why = {
+        requested: trans.__('gc() in the REPL'),
+        compaction: trans.__('at a compaction'),
+        passivation: trans.__('before passivation')
+      }[d.reason];
+      const size = (d.spilled ?? []).reduce((sum, v) => sum + v.size, 0);
+      return {
+        head: [
+          strong(trans.__('Memory')),
+          ' · ',
+          why,
+          d.spilled?.length ? ` · ${trans._n('%1 value spilled to disk', '%1 values spilled to disk', d.spilled.length)} (${formatBytes(size)})` : '',
+          d.dropped?.length ? ` · ${trans._n('%1 dropped', '%1 dropped', d.dropped.length)}` : ''
+        ],
+        body: [
+          labelled('jp-PrimeEvent-names', trans.__('spilled:'), spilled(d.spilled, trans)),
+          labelled('jp-PrimeEvent-names', trans.__('dropped:'), names(d.dropped, trans)),
+          labelled('jp-PrimeEvent-names jp-mod-skipped', trans.__('failed:'), reasons(d.failed))
+        ]
+      };
+    }
   },
   error: {
     summary: (d, trans) => trans.__('error: %1', firstLine(d.message)),

@@ -1,7 +1,7 @@
 /**
- * A main-area view of one session: its header (state, usage, budget, answer), its trajectory
- * (each event drawn by the renderer registry), and a box to message the agent. It renders what
- * its `SessionModel` holds and asks the model to act.
+ * A main-area view of one session: its header (state, usage, budget, answer), its goal and
+ * schedules (goalSection.ts), its trajectory (each event drawn by the renderer registry), and a
+ * box to message the agent. It renders what its `SessionModel` holds and asks the model to act.
  */
 import type { IOutput } from '@jupyterlab/nbformat';
 import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
@@ -13,6 +13,7 @@ import { Panel, Widget } from '@lumino/widgets';
 import { formatBudget } from './budget';
 import { h, stateBadge } from './dom';
 import { elapsedSeconds, formatCost, formatElapsed, formatTokens, sessionLabel } from './format';
+import { GoalSection } from './goalSection';
 import type { EventDataMap, TrajectoryEvent } from './protocol';
 import { EventRendererRegistry, IRenderContext } from './renderers';
 import { SessionModel } from './sessionModel';
@@ -53,6 +54,12 @@ export class SessionView extends Panel {
         options.openSession(a.dataset.open!);
       }
     });
+    this._control = new GoalSection({
+      model,
+      trans,
+      openSession: options.openSession,
+      report: (text, error) => this._setStatus(text, error)
+    });
     this._trajectory = new Panel();
     this._trajectory.addClass('jp-PrimeSession-trajectory');
     this._status = h('div', { className: 'jp-PrimeSession-status', role: 'status' });
@@ -76,6 +83,7 @@ export class SessionView extends Panel {
     });
 
     this.addWidget(this._header);
+    this.addWidget(this._control);
     this.addWidget(this._trajectory);
     this.addWidget(new Widget({ node: this._status }));
     this.addWidget(composer);
@@ -135,6 +143,7 @@ export class SessionView extends Panel {
       if (s && !isTerminal(s.state)) {
         this._renderHeader();
       }
+      this._control.tick();
     }, 1000);
   }
 
@@ -153,10 +162,13 @@ export class SessionView extends Panel {
 
   private _onChanged(): void {
     this._renderHeader();
+    this._control.render();
     const error = this.model.error;
+    // A load error goes once a fetch succeeds; an action's error stays until the next action.
     if (error !== null) {
       this._setStatus(this._trans.__('Could not load the session: %1', error), true);
-    } else if (this._status.classList.contains('jp-mod-error')) {
+      this._loadError = true;
+    } else if (this._loadError) {
       this._setStatus('');
     }
   }
@@ -197,6 +209,7 @@ export class SessionView extends Panel {
   }
 
   private _setStatus(text: string, error = false): void {
+    this._loadError = false;
     this._status.textContent = text;
     this._status.classList.toggle('jp-mod-error', error);
     this._status.style.display = text ? '' : 'none';
@@ -260,8 +273,11 @@ export class SessionView extends Panel {
   private _trans: TranslationBundle;
   private _context: IRenderContext;
   private _header: Widget;
+  private _control: GoalSection;
   private _trajectory: Panel;
   private _status: HTMLDivElement;
+  /** Whether the status line shows that the session could not be loaded. */
+  private _loadError = false;
   private _input: HTMLTextAreaElement;
   private _send: HTMLButtonElement;
   private _ticker: ReturnType<typeof setInterval> | null = null;

@@ -1,13 +1,15 @@
 /**
- * One session as its view shows it: its record (from `IPrimeSessions`) and its trajectory,
- * fetched after the last event seen whenever a push event of the session arrives (coalesced),
- * with a slow poll while it runs. The view only renders what this model holds.
+ * One session as its view shows it: its record (from `IPrimeSessions`, with its goal), its
+ * trajectory, fetched after the last event seen whenever a push event of the session arrives
+ * (coalesced), and its schedules, fetched again when one of them changes or ticks; with a slow
+ * poll while it runs. The view only renders what this model holds and asks it to act.
  */
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { Coalescer } from './coalescer';
-import type { Session, SessionNotification, TrajectoryEvent } from './protocol';
+import { sortSchedules } from './longrun';
+import type { CreateSchedule, Schedule, Session, SessionNotification, TrajectoryEvent } from './protocol';
 import { lastSeq } from './sessionIndex';
 import { isTerminal } from './states';
 import type { IPrimeAPI, IPrimeSessions, ISessionsChange } from './tokens';
@@ -26,6 +28,7 @@ export class SessionModel implements IDisposable {
     this._sessions = options.sessions;
     this._api = options.api;
     this._coalescer = new Coalescer(() => this._fetchEvents(), options.coalesce ?? 250);
+    this._scheduleFetcher = new Coalescer(() => this._fetchSchedules(), options.coalesce ?? 250);
     this._sessions.changed.connect(this._onSessionsChanged, this);
     this._sessions.notified.connect(this._onNotified, this);
     this._schedulePoll();
@@ -33,6 +36,7 @@ export class SessionModel implements IDisposable {
       void this._sessions.fetch(this.id).catch(err => this._setError((err as Error).message));
     }
     void this._coalescer.flush();
+    void this._scheduleFetcher.flush();
   }
 
   readonly id: string;
@@ -47,7 +51,12 @@ export class SessionModel implements IDisposable {
     return this._events;
   }
 
-  /** The message of the last failed fetch (the record or the trajectory), or null. */
+  /** The schedules it owns or that tick to it: active ones first, soonest tick first. */
+  get schedules(): readonly Schedule[] {
+    return this._schedules;
+  }
+
+  /** The message of the last failed fetch (the record, the trajectory or the schedules), or null. */
   get error(): string | null {
     return this._error;
   }
@@ -57,7 +66,7 @@ export class SessionModel implements IDisposable {
     return this._added;
   }
 
-  /** The record or the error changed. */
+  /** The record, the schedules or the error changed. */
   get changed(): ISignal<this, void> {
     return this._changed;
   }
@@ -66,14 +75,49 @@ export class SessionModel implements IDisposable {
     return this._disposed;
   }
 
-  /** Fetch the record and new events now. */
+  /** Fetch the record, new events and the schedules now. */
   async refresh(): Promise<void> {
-    await Promise.all([this._sessions.fetch(this.id).catch(() => undefined), this._coalescer.flush()]);
+    await Promise.all([
+      this._sessions.fetch(this.id).catch(() => undefined),
+      this._coalescer.flush(),
+      this._scheduleFetcher.flush()
+    ]);
   }
 
   /** Message the agent (as the user). */
   async send(message: string): Promise<void> {
     await this._api.sendMessage(this.id, message);
+  }
+
+  /** Give the session a new goal (as the user); the record is read again, so it shows at once. */
+  async setGoal(text: string): Promise<void> {
+    await this._api.setGoal(this.id, { text });
+    await this._sessions.fetch(this.id);
+  }
+
+  /** Clear the session's goal (as the user). */
+  async clearGoal(): Promise<void> {
+    await this._api.clearGoal(this.id);
+    await this._sessions.fetch(this.id);
+  }
+
+  /**
+   * Make a schedule to this session (as the user); the list takes the schedule's record from
+   * the reply. Throws with the daemon's message when it refuses (a cron that does not parse).
+   */
+  async addSchedule(schedule: Omit<CreateSchedule, 'session_id'>): Promise<void> {
+    const made = await this._api.createSchedule({ ...schedule, session_id: this.id });
+    if (!this._disposed) {
+      this._setSchedules([made, ...this._schedules.filter(s => s.id !== made.id)]);
+    }
+  }
+
+  /** Cancel one of its schedules; the list takes the schedule's record from the reply. */
+  async cancelSchedule(scheduleId: string): Promise<void> {
+    const cancelled = await this._api.cancelSchedule(scheduleId);
+    if (!this._disposed) {
+      this._setSchedules(this._schedules.map(s => (s.id === cancelled.id ? cancelled : s)));
+    }
   }
 
   dispose(): void {
@@ -85,6 +129,7 @@ export class SessionModel implements IDisposable {
       clearTimeout(this._poll);
     }
     this._coalescer.dispose();
+    this._scheduleFetcher.dispose();
     this._sessions.changed.disconnect(this._onSessionsChanged, this);
     this._sessions.notified.disconnect(this._onNotified, this);
     Signal.clearData(this);
@@ -99,15 +144,26 @@ export class SessionModel implements IDisposable {
   private _onNotified(_: unknown, note: SessionNotification): void {
     if (note.session_id === this.id) {
       void this._coalescer.request();
+      // A schedule was made, cancelled or ended, or skipped a tick; or a message came in,
+      // which may be a tick (its count and next time changed).
+      if (note.kind === 'schedule' || note.kind === 'mail_in') {
+        void this._scheduleFetcher.request();
+      }
     }
   }
 
-  /** Poll every 10 s while the session may still change (push events can be missed). */
+  /**
+   * Poll every 10 s while the session may still change (push events can be missed), and the
+   * schedules while one is active: the ticks of a schedule it owns go to another session.
+   */
   private _schedulePoll(): void {
     this._poll = setTimeout(() => {
       const s = this.session;
       if (!s || !isTerminal(s.state)) {
         void this._coalescer.request();
+      }
+      if (this._schedules.some(x => x.state === 'active')) {
+        void this._scheduleFetcher.request();
       }
       if (!this._disposed) {
         this._schedulePoll();
@@ -137,6 +193,24 @@ export class SessionModel implements IDisposable {
     }
   }
 
+  private async _fetchSchedules(): Promise<void> {
+    let schedules: Schedule[];
+    try {
+      schedules = await this._api.schedules({ session: this.id });
+    } catch (err) {
+      this._setError((err as Error).message);
+      return;
+    }
+    if (!this._disposed) {
+      this._setSchedules(schedules);
+    }
+  }
+
+  private _setSchedules(schedules: Schedule[]): void {
+    this._schedules = sortSchedules(schedules);
+    this._changed.emit();
+  }
+
   private _setError(error: string | null): void {
     this._error = error;
     this._changed.emit();
@@ -146,7 +220,9 @@ export class SessionModel implements IDisposable {
   private _api: IPrimeAPI;
   private _events: TrajectoryEvent[] = [];
   private _error: string | null = null;
+  private _schedules: Schedule[] = [];
   private _coalescer: Coalescer;
+  private _scheduleFetcher: Coalescer;
   private _poll: ReturnType<typeof setTimeout> | null = null;
   private _disposed = false;
   private _added = new Signal<this, readonly TrajectoryEvent[]>(this);

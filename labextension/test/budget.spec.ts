@@ -1,4 +1,4 @@
-import { formatBudget, parseBudget } from '../src/budget';
+import { formatBudget, parseAutonomous, parseBudget } from '../src/budget';
 
 describe('parseBudget', () => {
   it('accepts empty inputs as no budget', () => {
@@ -34,5 +34,29 @@ describe('formatBudget', () => {
     );
     expect(formatBudget({ tokens: 1000, spent: { tokens: 3 } })).toBe('tokens 1k');
     expect(formatBudget(null)).toBe('');
+  });
+});
+
+describe('parseAutonomous', () => {
+  it("is true when every field is blank: the daemon's defaults", () => {
+    expect(parseAutonomous({})).toBe(true);
+    expect(parseAutonomous({ gate: ' ', maxContinuations: '', turns: ' ', tokens: '', seconds: '' })).toBe(true);
+  });
+  it("sends the gate and the limits given, by the daemon's keys", () => {
+    expect(parseAutonomous({ gate: ' pytest -q ' })).toEqual({ gate: 'pytest -q' });
+    expect(parseAutonomous({ maxContinuations: '5', turns: '20', tokens: '80k', seconds: '10m' })).toEqual({
+      max_continuations: 5,
+      turns: 20,
+      tokens: 80000,
+      seconds: 600
+    });
+  });
+  it('refuses what is not a whole number in range, naming the field', () => {
+    expect(() => parseAutonomous({ maxContinuations: '2.5' })).toThrow('Continuations must be a whole number from 1 to 1000, got "2.5"');
+    expect(() => parseAutonomous({ maxContinuations: '0' })).toThrow(/Continuations must be a whole number/);
+    expect(() => parseAutonomous({ turns: 'many' })).toThrow(/Turns per continuation must be a whole number from 1 to 10000/);
+    expect(() => parseAutonomous({ turns: '10001' })).toThrow(/Turns per continuation/);
+    expect(() => parseAutonomous({ tokens: 'lots' })).toThrow(/Tokens per continuation must be a positive number/);
+    expect(() => parseAutonomous({ seconds: 'soon' })).toThrow(/Time per continuation must be seconds or a duration/);
   });
 });

@@ -61,9 +61,9 @@ describe('the renderer registry', () => {
   });
 
   it('shows an unknown kind (from a newer daemon) as its data', () => {
-    const event = { seq: 1, session_id: 's', ts: 0, kind: 'goal', data: { target: 3 } } as unknown as TrajectoryEvent;
+    const event = { seq: 1, session_id: 's', ts: 0, kind: 'heartbeat', data: { target: 3 } } as unknown as TrajectoryEvent;
     const node = registry.render(event, context()).node;
-    expect(head(node)).toBe('goal');
+    expect(head(node)).toBe('heartbeat');
     expect(node.querySelector('pre')!.textContent).toContain('"target": 3');
   });
 });
@@ -211,6 +211,111 @@ describe('each renderer', () => {
     (node.querySelector('a') as HTMLAnchorElement).click();
     expect(opened).toEqual(['refinement r42']);
     expect(summary('refinement', { refinement_id: 'r42', status: 'proposed' })).toBe('harness refinement r42: proposed');
+  });
+
+  it('goal: set, progress, done and cleared, by whom (another session linked)', () => {
+    const opened: string[] = [];
+    const set = render('goal', { event: 'set', text: 'Pass the tests', by: 'user' });
+    expect(set.classList).toContain('jp-mod-set');
+    expect(head(set)).toBe('Goal set · by you');
+    expect(set.querySelector('.jp-PrimeEvent-goalText')!.textContent).toBe('Pass the tests');
+    expect(summary('goal', { event: 'set', text: 'Pass the tests\nall', by: 'user' })).toBe('goal set: Pass the tests');
+
+    // The event's own session is "this agent"; its parent is a link.
+    const progress = render('goal', { event: 'progress', note: '3 of 5 pass', by: 's0123456789' });
+    expect(head(progress)).toBe('Progress on the goal · by this agent');
+    expect(progress.querySelector('.jp-PrimeEvent-goalText')!.textContent).toBe('3 of 5 pass');
+    const byParent = render('goal', { event: 'progress', note: 'x', by: 'sfedcba9876' }, opened);
+    (byParent.querySelector('a') as HTMLAnchorElement).click();
+    expect(opened).toEqual(['session sfedcba9876']);
+    expect(summary('goal', { event: 'progress', note: '3 of 5 pass', by: 'user' })).toBe('goal progress: 3 of 5 pass');
+
+    const done = render('goal', { event: 'done', text: 'Pass the tests', summary: 'all 5 pass', by: 's0123456789' });
+    expect(head(done)).toBe('Goal done · by this agent');
+    expect(done.querySelector('.jp-PrimeEvent-goalSummary')!.textContent).toBe('summary: all 5 pass');
+    expect(summary('goal', { event: 'done', text: 'Pass the tests', summary: 'all 5 pass', by: 'user' })).toBe('goal done: all 5 pass');
+
+    const cleared = render('goal', { event: 'cleared', text: 'Pass the tests', by: 'user' });
+    expect(head(cleared)).toBe('Goal cleared · by you');
+    expect(cleared.querySelector('.jp-PrimeEvent-goalText.jp-mod-cleared')!.textContent).toBe('Pass the tests');
+    expect(summary('goal', { event: 'cleared', by: 'user' })).toBe('goal cleared');
+  });
+
+  it('continuation: which of how many, its limits, the gate, why the previous one ended', () => {
+    const data = { continuation: 2, of: 3, limits: { turns: 12, tokens: 80000, seconds: 1800 }, gate: '`pytest -q`', reason: 'it answered' };
+    const node = render('continuation', data);
+    expect(head(node)).toBe('Continuation 2 of 3 · 12 turns · 80k tok · 30m · gate: `pytest -q`');
+    expect(node.querySelector('.jp-PrimeEvent-note')!.textContent).toBe('the previous one ended: it answered');
+    expect(render('continuation', { continuation: 1, of: 3 }).querySelector('.jp-PrimeEvent-note')).toBeNull();
+    expect(summary('continuation', data)).toBe('continuation 2 of 3');
+  });
+
+  it('gate: passed or failed, what ran, the exit status, the output (open when it failed)', () => {
+    const failed = { continuation: 1, passed: false, kind: 'shell' as const, command: 'pytest -q', exit_code: 1, output: '1 failed', duration: 0.5, ended: 'it answered' };
+    const node = render('gate', failed);
+    expect(node.classList).toContain('jp-mod-failed');
+    expect(head(node)).toBe('Gate failed · pytest -q · exit status 1 · after continuation 1 · 0.50s');
+    expect(node.querySelector('details')!.hasAttribute('open')).toBe(true);
+    expect(node.querySelector('details pre')!.textContent).toBe('1 failed');
+    expect(node.textContent).toContain('the continuation ended: it answered');
+    expect(summary('gate', failed)).toBe('gate failed: pytest -q');
+
+    const passed = render('gate', { ...failed, passed: true, exit_code: 0 });
+    expect(passed.classList).toContain('jp-mod-passed');
+    expect(passed.querySelector('details')!.hasAttribute('open')).toBe(false);
+
+    const late = render('gate', { continuation: 2, passed: false, kind: 'python', command: 'done()', timed_out: true, error: 'the gate did not finish in 5 s' });
+    expect(head(late)).toBe('Gate failed · done() · timed out · after continuation 2');
+    const answer = { continuation: 1, passed: false, kind: 'answer' as const, error: 'no answer yet' };
+    expect(head(render('gate', answer))).toBe('Gate failed · an answer · no answer yet · after continuation 1');
+    expect(render('gate', answer).querySelector('.jp-PrimeEvent-errorText')!.textContent).toBe('no answer yet');
+    expect(summary('gate', { ...answer, passed: true })).toBe('gate passed: an answer');
+  });
+
+  it('schedule: made (timing, target, owner, message), cancelled, a tick skipped (the reason)', () => {
+    const opened: string[] = [];
+    const created = {
+      event: 'created' as const,
+      schedule_id: 'h1',
+      kind: 'every' as const,
+      spec: '600.0',
+      message: 'check the build',
+      owner: 's0123456789',
+      target_id: 'sfedcba9876',
+      next: 1_700_000_600
+    };
+    const node = render('schedule', created, opened);
+    expect(head(node)).toBe(
+      `Schedule made · every 10m · → sfedcba9876 · by this agent · first tick ${new Date(1_700_000_600_000).toLocaleTimeString()}`
+    );
+    expect(node.querySelector('.jp-PrimeEvent-message')!.textContent).toBe('check the build');
+    (node.querySelector('a') as HTMLAnchorElement).click();
+    expect(opened).toEqual(['session sfedcba9876']);
+    const mine = { ...created, owner: 'user', target_id: 's0123456789' };
+    expect(head(render('schedule', { ...mine, event: 'cancelled', reason: 'cancelled by a person' }))).toBe('Schedule cancelled · every 10m · by you');
+    const skipped = render('schedule', { event: 'skipped', schedule_id: 'h1', reason: 'budget spent' });
+    expect(head(skipped)).toBe('Tick skipped');
+    expect(skipped.querySelector('.jp-PrimeEvent-note')!.textContent).toBe('budget spent');
+    expect(skipped.querySelector('.jp-PrimeEvent-message')).toBeNull();
+    expect(summary('schedule', { event: 'skipped', schedule_id: 'h1', reason: 'budget spent' })).toBe('schedule h1 skipped: budget spent');
+    expect(summary('schedule', created)).toBe('schedule h1 created');
+  });
+
+  it('gc: why, what was spilled (with sizes) and dropped, what failed', () => {
+    const data = {
+      reason: 'requested' as const,
+      spilled: [{ name: 'arr', size: 50_000_000, blob_id: 'b1' }],
+      dropped: ['tmp', 'old'],
+      failed: { f: 'a function' }
+    };
+    const node = render('gc', data);
+    expect(head(node)).toBe('Memory · gc() in the REPL · 1 value spilled to disk (50 MB) · 2 dropped');
+    expect(node.textContent).toContain('spilled: arr (50 MB)');
+    expect(node.textContent).toContain('dropped: tmp, old');
+    expect(node.textContent).toContain('failed: f (a function)');
+    expect(head(render('gc', { reason: 'passivation', spilled: [] }))).toBe('Memory · before passivation');
+    expect(summary('gc', data)).toBe('memory (requested): spilled arr; dropped tmp, old');
+    expect(summary('gc', { reason: 'compaction' })).toBe('memory (compaction): nothing');
   });
 
   it('error: the message', () => {

@@ -10,11 +10,12 @@ the same registry and accounting; no kernel runs, so `kernel_alive` is always fa
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 from ..daemon.accounting import Accounting
-from ..daemon.records import SessionRecord, session_json
+from ..daemon.listing import BRIEF_CHARS, Listing
 from ..daemon.registry import SessionRegistry
 from ..daemon.schedules import Schedule, listing
 from ..daemon.store import SqliteStore
@@ -35,36 +36,19 @@ class StoreReader:
         self.registry = SessionRegistry()
         self.registry.load(self.store.load_sessions(), _read_only)
         self.accounting = Accounting(self.registry)
+        # No kernel runs without a daemon; names were cut to the daemon's limit when stored.
+        self.listing = Listing(self.registry, self.accounting, lambda _: False, lambda: BRIEF_CHARS)
 
     def close(self) -> None:
         asyncio.run(self.store.close())
 
     def session_json(self, session_id: str) -> dict[str, Any]:
-        record = self.registry.get(session_id)
-        return self._to_json(record, self.accounting.subtree(session_id))
+        return self.listing.full(session_id)
 
     def list_sessions(
         self, *, states: list[str] | None = None, limit: int | None = None
     ) -> dict[str, Any]:
-        rows = self.registry.select(states=states)
-        if limit:
-            rows = rows[:limit]
-        return {
-            "sessions": [self._to_json(r, self.accounting.subtree(r.id), brief=True) for r in rows]
-        }
-
-    def _to_json(
-        self, record: SessionRecord, subtree: dict[str, float], *, brief: bool = False
-    ) -> dict[str, Any]:
-        # No kernel runs without a daemon.
-        return session_json(
-            record,
-            own=self.accounting.own(record),
-            subtree=subtree,
-            children=[c.id for c in self.registry.children(record.id)],
-            kernel_alive=False,
-            brief=brief,
-        )
+        return dict(json.loads(self.listing.text(states=states, limit=limit, epoch="")))
 
     def goal(self, session_id: str) -> dict[str, Any] | None:
         return self.registry.get(session_id).goal

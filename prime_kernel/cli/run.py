@@ -90,6 +90,18 @@ def add_commands(sub: Any) -> None:
         metavar="N",
         help="with --autonomous: continuations before it gives up (default 3)",
     )
+    p.add_argument(
+        "--gateway",
+        metavar="URL",
+        help="start the agent's kernels on this Jupyter Kernel Gateway or Enterprise Gateway "
+        "(its token: PRIME_GATEWAY_AUTH_TOKEN); see docs/gateway.md",
+    )
+    p.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="with --gateway: this server's URL as the gateway's kernels reach it (default: "
+        "the URL it listens on)",
+    )
     _output_options(p)
     p.add_argument(
         "--config",
@@ -163,12 +175,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     autonomous = _autonomy(args)
     if autonomous is not None:
         body["autonomous"] = autonomous
+    if args.public_url and not args.gateway:
+        raise CLIError("--public-url goes with --gateway")
+    for value, option, key in (
+        (args.gateway, "--gateway", "gateway_url"),
+        (args.public_url, "--public-url", "public_url"),
+    ):
+        if value:
+            if not value.startswith(("http://", "https://")):
+                raise CLIError(f"{option} wants an http(s) URL, not {value!r}")
+            args.config.append(f"Daemon.{key}={value}")
     job = Job(body=body, server_argv=inputs.config_argv(args.config))
     info = find_server(str(root))
     if info is not None:
         if args.config:
             raise CLIError(
-                f"--config sets up a server `run` starts, but one already serves {root} "
+                f"--config (and --gateway) set up a server `run` starts, but one already "
+                f"serves {root} "
                 f"({info['url']}); configure that one, or stop it"
             )
         return _remote(Server(info), job, args, root)
@@ -221,7 +244,10 @@ def _headless(args: argparse.Namespace, root: Path, job: Job) -> int:
     log = new_log(root)
     # The daemon of a `run` takes up only the session it is given (see the module docstring);
     # one warm kernel is enough for a single agent and leaves the CPU to its model.
-    argv = ["--Daemon.auto_resume=False", "--Daemon.pool_size=1", *job.server_argv]
+    # A setting given with --config wins (traitlets refuses one given twice).
+    given = {arg.partition("=")[0] for arg in job.server_argv}
+    defaults = ["--Daemon.auto_resume=False", "--Daemon.pool_size=1"]
+    argv = [*(d for d in defaults if d.partition("=")[0] not in given), *job.server_argv]
     try:
         with quiet_process(log) as terminal:
             return _serve(args, root, job, argv, terminal, log)

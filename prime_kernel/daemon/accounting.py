@@ -2,7 +2,10 @@
 (`budget.py`) applied to it.
 
 Usage lives in each session's record (`usage`, written through to the store). A subtree's usage
-is summed on demand from the registry's records, so it is never stored twice.
+is summed on demand from the registry's records, so it is never stored twice. Budget checks run
+before every model call against the session's whole subtree and every ancestor's: for them the
+counters (tokens, cost, calls) of each subtree asked about are summed once and then kept current
+as usage is added below it, so a check costs the depth of the tree, not its size.
 """
 
 from __future__ import annotations
@@ -15,12 +18,18 @@ from . import usage as usage_mod
 from .records import SessionRecord
 from .registry import SessionRegistry
 
+# What budgets count; wall time is not among them (a session's seconds are its own).
+_COUNTERS = ("total_tokens", "cost", "model_calls")
+
 
 class Accounting:
     """Usage and budgets over the registry's records; the `Ledger` the budget rules read."""
 
     def __init__(self, registry: SessionRegistry) -> None:
         self.registry = registry
+        # Session id -> the summed counters of its subtree, for the subtrees budgets asked about.
+        self._counters: dict[str, dict[str, float]] = {}
+        registry.watch(self._updating)
 
     # -- the Ledger -----------------------------------------------------------------------------
     def get(self, session_id: str) -> SessionRecord:
@@ -31,12 +40,14 @@ class Accounting:
 
     def spent(self, session_id: str) -> dict[str, float]:
         record = self.registry.get(session_id)
-        sub = self.subtree(session_id)
+        sub = self._counters.get(session_id)
+        if sub is None:
+            sub = self._counters[session_id] = {k: self.subtree(session_id)[k] for k in _COUNTERS}
         started = record.started
         elapsed = ((record.ended or time.time()) - started) if started else 0.0
         return {
             "tokens": sub["total_tokens"],
-            "dollars": sub["cost"],
+            "dollars": round(sub["cost"], 10),
             "turns": sub["model_calls"],
             "seconds": round(elapsed, 3),
         }
@@ -60,6 +71,21 @@ class Accounting:
         for key, value in amounts.items():
             u[key] = round(u.get(key, 0) + value, 10)
         record.update(usage=u)
+
+    def _updating(self, record: SessionRecord, fields: dict[str, Any]) -> None:
+        """Before a record changes: keep the counters of the subtrees above it current."""
+        new = fields.get("usage")
+        if new is None or not self._counters:
+            return
+        old = record.usage or {}
+        delta = {k: (new.get(k) or 0) - (old.get(k) or 0) for k in _COUNTERS}
+        if not any(delta.values()):
+            return
+        for sid in self.registry.lineage(record.id):
+            kept = self._counters.get(sid)
+            if kept is not None:
+                for key, value in delta.items():
+                    kept[key] += value
 
     def add_completion(self, record: SessionRecord, usage: dict[str, Any], cost: float) -> None:
         self.add(

@@ -29,10 +29,6 @@ _HORIZON_DAYS = 366 * 29
 _HELP = "minute hour day-of-month month day-of-week, e.g. '*/5 * * * *' or '0 9 * * mon-fri'"
 
 
-class CronError(InvalidRequest):
-    """A cron expression that does not parse (or never matches)."""
-
-
 @dataclass(frozen=True)
 class Cron:
     expression: str
@@ -47,10 +43,10 @@ class Cron:
     @classmethod
     def parse(cls, expression: object) -> Cron:
         if not isinstance(expression, str):
-            raise CronError(f"a cron expression is a string ({_HELP})")
+            raise InvalidRequest(f"a cron expression is a string ({_HELP})")
         fields = expression.split()
         if len(fields) != 5:
-            raise CronError(
+            raise InvalidRequest(
                 f"{expression!r:.80} has {len(fields)} fields; a cron expression has 5: {_HELP}"
             )
         minutes, hours, days, months, weekdays = (_field(i, t) for i, t in enumerate(fields))
@@ -109,7 +105,7 @@ def _item(index: int, item: str, name: str, low: int, high: int) -> range:
     step = 1
     if step_text:
         if not step_text.isdigit() or int(step_text) == 0:
-            raise CronError(f"{where}: the step after '/' must be a positive number")
+            raise InvalidRequest(f"{where}: the step after '/' must be a positive number")
         step = int(step_text)
     if base == "*":
         first, last = low, high
@@ -117,7 +113,7 @@ def _item(index: int, item: str, name: str, low: int, high: int) -> range:
         a, _, b = base.partition("-")
         first, last = _number(index, a, where, low, high), _number(index, b, where, low, high)
         if first > last:
-            raise CronError(f"{where}: the range runs backwards ({first} > {last})")
+            raise InvalidRequest(f"{where}: the range runs backwards ({first} > {last})")
     else:
         first = _number(index, base, where, low, high)
         # 'N/STEP' runs from N to the end of the field; a bare 'N' is N alone.
@@ -130,10 +126,10 @@ def _number(index: int, text: str, where: str, low: int, high: int) -> int:
     value = _NAMES.get(index, {}).get(word)
     if value is None:
         if not word.isdigit():
-            raise CronError(f"{where}: {text!r} is not a number ({_HELP})")
+            raise InvalidRequest(f"{where}: {text!r} is not a number ({_HELP})")
         value = int(word)
     if not low <= value <= high:
-        raise CronError(f"{where}: {value} is out of range {low}-{high}")
+        raise InvalidRequest(f"{where}: {value} is out of range {low}-{high}")
     return value
 
 
@@ -141,5 +137,5 @@ def parse(expression: object, now: float) -> Cron:
     """A cron expression that parses and matches at least once after `now`."""
     cron = Cron.parse(expression)
     if cron.next_after(now) is None:
-        raise CronError(f"the cron expression {cron.expression!r} never matches a real date")
+        raise InvalidRequest(f"the cron expression {cron.expression!r} never matches a real date")
     return cron

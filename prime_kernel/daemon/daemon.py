@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import pickle
 import time
@@ -56,15 +57,17 @@ from .autonomy import Autonomy
 from .collector import Collector
 from .compaction import compact_if_needed
 from .events import EventLog, Listener
+from .gateway import GatewayLauncher
 from .goals import Goals
 from .kernels import CellResult, KernelPool, KernelRunner
-from .launcher import KernelLauncher, LocalLauncher
+from .launcher import KernelLauncher, KernelsUnavailable, LocalLauncher
 from .lifecycle import Lifecycle
+from .listing import Listing
 from .loop import AgentLoop, TurnLimitReached
 from .mailbox import Limits, Mailbox
 from .observation import render
 from .passivation import Passivation, Snapshots
-from .records import SessionRecord, session_json
+from .records import SessionRecord
 from .recovery import Recovery
 from .refining import Refiner
 from .registry import SessionRegistry
@@ -75,7 +78,6 @@ from .store import SqliteStore, Store
 from .tokens import TokenRegistry
 
 DEFAULT_MODEL = "local/smollm2"
-MAX_NAME_CHARS = 200
 
 _current: Daemon | None = None
 
@@ -168,6 +170,14 @@ class Daemon(LoggingConfigurable):
         500, config=True, help="Most children one session may start in all (rlm() calls)."
     )
     max_batch = Int(200, config=True, help="Most sessions one rlm.map() call may start.")
+    max_name_chars = Int(
+        200,
+        min=1,
+        config=True,
+        help="Longest name a session may be given (longer ones are refused; a default name, "
+        "made from the prompt or a notebook's path, is cut to it). Every list carries every "
+        "name, so this bounds what a list costs per session.",
+    )
     max_prompt_chars = Int(
         200_000,
         config=True,
@@ -228,6 +238,14 @@ class Daemon(LoggingConfigurable):
         6, min=0, config=True, help="Most recent messages a compaction keeps verbatim."
     )
 
+    direct_openai = Bool(
+        True,
+        config=True,
+        help="Send `openai/...` model calls that carry no keyword arguments but api_base, "
+        "api_key and timeout straight to the endpoint instead of through litellm (which spends "
+        "milliseconds of CPU per call); the endpoint, key, retries, usage and price are the "
+        "same. Off: every call goes through litellm.",
+    )
     router_class = Type(ModelRouter, config=True, help="The model router (litellm) to use.")
     loop_class = Type(AgentLoop, config=True, help="The agent loop implementation.")
     harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
@@ -240,8 +258,24 @@ class Daemon(LoggingConfigurable):
         "template; see c.LocalLauncher) or another KernelLauncher.",
     )
 
+    gateway_url = Unicode(
+        "",
+        config=True,
+        help="Start agent kernels on this Jupyter Kernel Gateway or Enterprise Gateway "
+        "(http(s)://host:port) instead of locally; notebooks stay local. Auth and more: "
+        "c.GatewayLauncher (see docs/gateway.md).",
+    )
+    public_url = Unicode(
+        "",
+        config=True,
+        help="This server's URL as the gateway's kernels reach it (http(s)://host:port/base/): "
+        "they call the daemon there, with their session's token. Default: the URL the server "
+        "listens on (right when the gateway runs on this host).",
+    )
+
     kernel_manager = Instance(AsyncMultiKernelManager, allow_none=True)
     url = Unicode("", help="Base URL kernels call back to (set by the server adapter).")
+    server_url = Unicode("", help="The server's own http(s) URL (set by the server adapter).")
 
     @default("store_dir")
     def _default_store_dir(self) -> str:
@@ -252,6 +286,7 @@ class Daemon(LoggingConfigurable):
         self.tokens = TokenRegistry()
         self.router: ModelRouter = self.router_class()
         self.router.timeout = self.model_timeout or None
+        self.router.direct = self.direct_openai
         make_store: Callable[[str], Store] = self.store_class
         self.store = make_store(self.store_dir)
         self.registry = SessionRegistry()
@@ -259,6 +294,9 @@ class Daemon(LoggingConfigurable):
         self.scrubber = Scrubber(config=[self.model_kwargs, self.config])
         self.event_log = EventLog(self.store, scrub=self.scrub)
         self.accounting = Accounting(self.registry)
+        self.listing = Listing(
+            self.registry, self.accounting, self._kernel_alive, lambda: self.max_name_chars
+        )
         self.lifecycle = Lifecycle(self.registry, self.event_log, self.accounting)
         self.scheduler = Scheduler(self.max_concurrent)
         self.collector = Collector(
@@ -361,12 +399,7 @@ class Daemon(LoggingConfigurable):
         await self.recovery.reap_kernels()
         # Agents work in the root (their relative paths, exports included, land there).
         root = str(Path(self.root_dir).resolve())
-        self.launcher = self.kernel_launcher_class(
-            parent=self,
-            kernel_manager=self.kernel_manager,
-            kernel_name=self.kernel_name,
-            start_timeout=self.kernel_start_timeout,
-        )
+        self.launcher = self._make_launcher()
         await self.launcher.start()
         self.pool = KernelPool(self.launcher, self.pool_size, lambda: {"cwd": root})
         self.pool.runner_kwargs = {
@@ -380,7 +413,28 @@ class Daemon(LoggingConfigurable):
         await self.router.ready()
         self.recovery.resume()
         self.schedules.start()  # after resume(): ticks go to the sessions it took back
+        self.spawn(self.listing.prepare(), "prepare-lists")
         self._started.set()
+
+    def _make_launcher(self) -> KernelLauncher:
+        common = {
+            "parent": self,
+            "kernel_manager": self.kernel_manager,
+            "kernel_name": self.kernel_name,
+            "start_timeout": self.kernel_start_timeout,
+        }
+        if self.gateway_url:
+            gateway = GatewayLauncher(
+                url=self.gateway_url,
+                public_url=self.public_url or self.server_url,
+                tokens=self.tokens,
+                **common,
+            )
+            # Never recorded: what the gateway authenticates us with.
+            self.scrubber.add(gateway.auth_token, *gateway.headers.values())
+            return gateway
+        launcher: KernelLauncher = self.kernel_launcher_class(**common)
+        return launcher
 
     async def stop(self) -> None:
         """A clean stop: what runs is stopped and left resumable, REPLs are snapshotted."""
@@ -549,8 +603,13 @@ class Daemon(LoggingConfigurable):
             raise PrimeError(f"max_turns must be at most 10000, not {max_turns}")
         if name is not None and not isinstance(name, str):
             raise PrimeError("name must be a string")
-        if name is not None and len(name) > MAX_NAME_CHARS:
-            raise PrimeError(f"the name has {len(name)} characters; at most {MAX_NAME_CHARS}")
+        if name is not None and len(name) > self.max_name_chars:
+            raise TooLarge(
+                f"the name has {len(name)} characters; a session name may have at most "
+                f"{self.max_name_chars} (c.Daemon.max_name_chars)",
+                size=len(name),
+                limit=self.max_name_chars,
+            )
         depth = parent.depth + 1 if parent else 0
         if depth > self.max_depth:
             raise DepthExceeded(
@@ -574,7 +633,7 @@ class Daemon(LoggingConfigurable):
             options["autonomous"] = plan
         return SessionRecord(
             id=session_id,
-            name=name or _short(prompt),
+            name=name or _short(prompt, self.max_name_chars),
             prompt=prompt,
             model=model,
             state=SessionState.ADMITTED,
@@ -625,7 +684,7 @@ class Daemon(LoggingConfigurable):
             now = time.time()
             record = SessionRecord(
                 id=session_id,
-                name=path or f"kernel {kernel_id[:8]}",
+                name=_cut(path, self.max_name_chars) if path else f"kernel {kernel_id[:8]}",
                 prompt=f"notebook {path}" if path else f"kernel {kernel_id}",
                 state=SessionState.IDLE,
                 kind=SessionKind.NOTEBOOK,
@@ -705,6 +764,8 @@ class Daemon(LoggingConfigurable):
                 raise  # the daemon is stopping: the session stays resumable
         except TurnLimitReached as e:
             self._fail(live, str(e))
+        except KernelsUnavailable as e:
+            self._kernels_unavailable(live, e.message)
         except PrimeError as e:
             self._fail(live, e.message)
         except Exception as e:
@@ -713,6 +774,26 @@ class Daemon(LoggingConfigurable):
         finally:
             if acquired:
                 self.scheduler.release(live.id)
+
+    def _kernels_unavailable(self, live: LiveSession, error: str) -> None:
+        """No kernel can be had (a gateway down, or refusing us). A root that was at work
+        waits INACTIVE, resumable once the gateway is back (its conversation at its last
+        turn, its REPL from its latest snapshot); a child fails, so that its parent's rlm()
+        is not left waiting on it; a session that never started fails."""
+        if live.runner is not None:
+            self.spawn(self.release_kernel(live), f"release-{live.id}")
+        worked = live.state in (SessionState.RUNNING, SessionState.INACTIVE)
+        if live.state.terminal or not worked or live.record.parent_id is not None:
+            self._fail(live, error)
+            return
+        self.recovery.kernel_lost(live, error)
+        live.restore_reason = f"{error}; a new kernel was started."
+        if live.state != SessionState.INACTIVE:
+            self.lifecycle.change(
+                live.record,
+                SessionState.INACTIVE,
+                reason=f"{error}; `prime-agent resume {live.id}` (or a message) runs it again",
+            )
 
     def _fail(self, live: LiveSession, error: str) -> None:
         if not live.state.terminal:
@@ -967,11 +1048,26 @@ class Daemon(LoggingConfigurable):
             live.repl_names = result.names
         self.emit(live, EventKind.CELL, result.to_json("agent"))
         self._release_held(live)
+        self._check_reach(result)
         if result.status in ("died", "killed"):
             await self._replace_kernel(live, result)
         elif self._snapshot_due(live):
             await self.snapshots.save(live, "turn")
         return result
+
+    def _check_reach(self, result: CellResult) -> None:
+        """A kernel that cannot reach the daemon (a remote one given a `public_url` it cannot
+        reach) can do nothing a session needs: its first call says so, and the session ends
+        with that reason instead of the model retrying blind."""
+        for out in result.outputs:
+            if out.get("output_type") == "error" and out.get("ename") == "DaemonUnreachable":
+                where = (
+                    f" (c.Daemon.public_url, {self.public_url or self.server_url}, must be an "
+                    "address the gateway's kernels can reach)"
+                    if self.gateway_url
+                    else ""
+                )
+                raise PrimeError(f"the session's kernel {out.get('evalue')}{where}")
 
     async def run_silent(self, live: LiveSession, code: str, timeout: float) -> CellResult:
         """A cell of the daemon's own (a gate, a spill) in the session's kernel: not recorded
@@ -1000,11 +1096,10 @@ class Daemon(LoggingConfigurable):
                 f"the session's kernel {event} ({detail}) {restarts} times; the limit is "
                 f"{self.max_kernel_restarts} (c.Daemon.max_kernel_restarts)"
             )
-        assert self.kernel_manager is not None
-        if runner.kernel_id in self.kernel_manager:
+        if runner.launcher.restartable(runner.kernel_id):
             await runner.restart(timeout=self.kernel_start_timeout)
             self._kernel_started(runner)
-        else:  # shut down by a person (the Running panel): a new kernel, a new id
+        else:  # shut down by a person (the Running panel), or remote: a new kernel, a new id
             await self.release_kernel(live)
             await self._attach_kernel(live)
         self.emit(live, EventKind.KERNEL, {"event": "restarted", "detail": "a fresh kernel"})
@@ -1186,32 +1281,13 @@ class Daemon(LoggingConfigurable):
 
     # -- reading --------------------------------------------------------------------------
     def session_json(self, session_id: str) -> dict[str, Any]:
-        record = self.registry.get(session_id)
-        return self._to_json(
-            record,
-            self.accounting.subtree(session_id),
-            [c.id for c in self.registry.children(session_id)],
-        )
+        return self.listing.full(session_id)
 
-    def _to_json(
-        self,
-        record: SessionRecord,
-        subtree: dict[str, float],
-        children: list[str],
-        *,
-        brief: bool = False,
-    ) -> dict[str, Any]:
-        live = self.live.get(record.id)
-        return session_json(
-            record,
-            own=self.accounting.own(record),
-            subtree=subtree,
-            children=children,
-            kernel_alive=bool(live and live.runner is not None),
-            brief=brief,
-        )
+    def _kernel_alive(self, session_id: str) -> bool:
+        live = self.live.get(session_id)
+        return bool(live and live.runner is not None)
 
-    def list_sessions(
+    def list_json(
         self,
         *,
         states: list[str] | None = None,
@@ -1219,28 +1295,22 @@ class Daemon(LoggingConfigurable):
         parent_id: str | None = None,
         limit: int | None = None,
         changed_after: int | None = None,
-    ) -> dict[str, Any]:
-        """Records matching the filters (newest first), each with its subtree's usage summed
-        once; `changed_after` (a `cursor` of an earlier list) keeps only what changed since."""
-        rows = self.registry.select(
-            states=states, root_id=root_id, parent_id=parent_id, changed_after=changed_after
+    ) -> str:
+        """Records matching the filters (newest first: the order they were admitted in), brief,
+        as JSON text; `changed_after` (a `cursor` of an earlier list of the same `epoch`) keeps
+        only what changed since."""
+        return self.listing.text(
+            states=states,
+            root_id=root_id,
+            parent_id=parent_id,
+            limit=limit,
+            changed_after=changed_after,
+            epoch=self.epoch,
         )
-        if limit:
-            rows = rows[:limit]
-        totals: dict[str, dict[str, float]] = {}
 
-        def subtree(r: SessionRecord) -> dict[str, float]:
-            if r.id not in totals:
-                kids = self.registry.children(r.id)
-                parts = [self.accounting.own(r), *(subtree(c) for c in kids)]
-                totals[r.id] = usage_mod.summed(parts)
-            return totals[r.id]
-
-        sessions = [
-            self._to_json(r, subtree(r), [c.id for c in self.registry.children(r.id)], brief=True)
-            for r in rows
-        ]
-        return {"sessions": sessions, "cursor": self.registry.version, "epoch": self.epoch}
+    def list_sessions(self, **filters: Any) -> dict[str, Any]:
+        """`list_json` as a dict: `{"sessions": [Session], "cursor", "epoch"}`."""
+        return dict(json.loads(self.list_json(**filters)))
 
     async def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
         self.registry.get(session_id)
@@ -1270,7 +1340,11 @@ class Daemon(LoggingConfigurable):
             raise Forbidden(f"session {session_id} is not a descendant of session {caller.id}")
 
 
-def _short(prompt: str, words: int = 8) -> str:
+def _short(prompt: str, chars: int, words: int = 8) -> str:
     parts = prompt.split()
     text = " ".join(parts[:words])
-    return text + ("…" if len(parts) > words else "")
+    return _cut(text + ("…" if len(parts) > words else ""), chars)
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: max(chars - 1, 0)] + "…"

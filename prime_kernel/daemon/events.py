@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from ..protocol.events import EventKind
@@ -33,7 +33,15 @@ class SessionEvent:
     parent_id: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # Not dataclasses.asdict: it deep-copies field by field, on every event.
+        return {
+            "session_id": self.session_id,
+            "kind": self.kind,
+            "state": self.state,
+            "seq": self.seq,
+            "root_id": self.root_id,
+            "parent_id": self.parent_id,
+        }
 
 
 Listener = Callable[[SessionEvent], None]

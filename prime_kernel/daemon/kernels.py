@@ -23,6 +23,7 @@ from typing import Any
 
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
+from ..protocol.errors import PrimeError
 from .launcher import KernelLauncher
 
 log = logging.getLogger(__name__)
@@ -146,24 +147,6 @@ class _Collector:
 NAMES_EXPRESSION = "__import__('prime_kernel.kernel.snapshot', fromlist=['names']).names()"
 
 
-def describe_exit(code: int | None) -> str:
-    if code is None:
-        return "the kernel process is gone"
-    if code < 0:
-        return f"signal {_signal_name(-code)}"
-    if 128 < code < 128 + 65:
-        # What a wrapper (a shell, bubblewrap) reports for a child killed by a signal.
-        return f"exit code {code}: signal {_signal_name(code - 128)}"
-    return f"exit code {code}"
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return str(number)
-
-
 class KernelRunner:
     """One kernel, driven as a Jupyter client: execute with a timeout, death noticed within
     `poll_interval` seconds (the kernel's process is watched, not the cell's clock), and an
@@ -227,7 +210,8 @@ class KernelRunner:
                     return
             code = await self.exit_code()
             if code is not None:
-                raise RuntimeError(f"the kernel ended before it answered ({describe_exit(code)})")
+                how = self.launcher.describe_exit(self.kernel_id, code)
+                raise RuntimeError(f"the kernel ended before it answered ({how})")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the kernel did not answer in {timeout:.0f} seconds")
 
@@ -358,7 +342,7 @@ class KernelRunner:
                 if code is not None:
                     if result is not None:
                         result.status = "died"
-                        result.exit = describe_exit(code)
+                        result.exit = self.launcher.describe_exit(self.kernel_id, code)
                     return None
                 continue
             if (reply.get("parent_header") or {}).get("msg_id") == msg_id:
@@ -378,7 +362,10 @@ class KernelRunner:
         await self.launcher.interrupt(self.kernel_id)
 
     async def terminate(self, grace: float = 2.0) -> None:
-        """Stop whatever the kernel is doing the hard way: SIGTERM, then SIGKILL after `grace`."""
+        """Stop whatever the kernel is doing the hard way: SIGTERM, then SIGKILL after `grace`
+        (a kernel that cannot be signalled is stopped by the restart or shutdown that follows)."""
+        if not self.launcher.signals:
+            return
         if await self.exit_code() is None:
             with contextlib.suppress(Exception):
                 await self.launcher.signal(self.kernel_id, signal.SIGTERM)
@@ -458,6 +445,9 @@ class KernelPool:
     async def _add_one(self) -> None:
         try:
             runner = await self.start_kernel()
+        except PrimeError as e:  # a gateway down: said once per attempt, no traceback
+            log.warning("could not start a pooled kernel: %s", e.message)
+            return
         except Exception:
             log.exception("could not start a pooled kernel")
             return

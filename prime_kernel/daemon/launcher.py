@@ -9,8 +9,8 @@ each session's `KernelRunner` use nothing else.
 default, is the server's own kernel manager, so that agent kernels stay real kernels of the
 server (in /api/kernels, a console can attach), and forks them from a template process
 (prime_kernel/daemon/forkserver.py) instead of starting each from scratch. A launcher for
-remote kernels (a Kernel or Enterprise Gateway) subclasses `KernelLauncher` over the gateway's
-kernel manager.
+remote kernels, `GatewayLauncher` (prime_kernel/daemon/gateway.py), implements the same methods
+over a Kernel or Enterprise Gateway's REST API and websocket.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from jupyter_client import AsyncKernelManager
 from jupyter_client.asynchronous.client import AsyncKernelClient
@@ -31,7 +31,41 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import Bool, Float, Instance, Unicode, default
 from traitlets.config import LoggingConfigurable
 
+from ..protocol.errors import Unavailable
 from .forkserver import ForkedProcess, ForkServer
+
+
+class KernelsUnavailable(Unavailable):
+    """The launcher cannot start or reach kernels now (a gateway that is down or refuses
+    us); a session that loses its kernel to it can run again once it is back."""
+
+
+class KernelClient(Protocol):
+    """What `KernelRunner` uses of a kernel client (a jupyter_client `AsyncKernelClient`, or
+    the gateway's websocket client)."""
+
+    @property
+    def session(self) -> Any: ...
+
+    def start_channels(self, hb: bool = ...) -> None: ...
+
+    def stop_channels(self) -> None: ...
+
+    def kernel_info(self) -> str: ...
+
+    def execute(
+        self,
+        code: str,
+        silent: bool = ...,
+        store_history: bool = ...,
+        user_expressions: dict[str, Any] | None = ...,
+        allow_stdin: bool | None = ...,
+        stop_on_error: bool = ...,
+    ) -> str: ...
+
+    async def get_shell_msg(self, timeout: float | None = ...) -> dict[str, Any]: ...
+
+    async def get_iopub_msg(self, timeout: float | None = ...) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -64,6 +98,9 @@ class KernelLauncher(LoggingConfigurable):
     kernel_name = Unicode("prime-agent", help="The kernelspec agent kernels start from.")
     start_timeout = Float(120.0, help="Seconds a kernel may take to start.")
 
+    # Whether `signal` reaches the kernel's process (SIGTERM, SIGKILL for a wedged kernel).
+    signals = True
+
     async def start(self) -> None:
         """Get ready to start kernels (before the first)."""
 
@@ -87,8 +124,9 @@ class KernelLauncher(LoggingConfigurable):
         # manager's kernels are AsyncKernelManagers, whose client() is an AsyncKernelClient.
         return cast(AsyncKernelManager, self.kernel_manager.get_kernel(kernel_id))
 
-    def client(self, kernel_id: str) -> AsyncKernelClient:
-        return self.manager(kernel_id).client()
+    def client(self, kernel_id: str) -> KernelClient:
+        client: AsyncKernelClient = self.manager(kernel_id).client()
+        return cast(KernelClient, client)
 
     async def started(self, kernel_id: str) -> None:
         """Until the kernel's process can be connected to (before it answers)."""
@@ -108,6 +146,10 @@ class KernelLauncher(LoggingConfigurable):
             return None if await maybe_await(km.is_alive()) else 0
         return await km.provisioner.poll()
 
+    def describe_exit(self, kernel_id: str, code: int | None) -> str:
+        """How the kernel ended, for a cell's `exit` and the model (`code` from exit_code)."""
+        return describe_exit(code)
+
     async def is_alive(self, kernel_id: str) -> bool:
         return bool(await maybe_await(self.kernel_manager.is_alive(kernel_id)))
 
@@ -120,6 +162,10 @@ class KernelLauncher(LoggingConfigurable):
 
     async def signal(self, kernel_id: str, signum: int) -> None:
         await self.manager(kernel_id).signal_kernel(signum)
+
+    def restartable(self, kernel_id: str) -> bool:
+        """Whether `restart` can replace the kernel under its id (not one a person shut down)."""
+        return kernel_id in self.kernel_manager
 
     async def restart(self, kernel_id: str) -> None:
         """A fresh kernel under the same id (a console a person attached stays attached)."""
@@ -173,6 +219,24 @@ class LocalLauncher(KernelLauncher):
         process = getattr(self.manager(kernel_id).provisioner, "process", None)
         if isinstance(process, ForkedProcess):
             await process.started()
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "the kernel process is gone"
+    if code < 0:
+        return f"signal {_signal_name(-code)}"
+    if 128 < code < 128 + 65:
+        # What a wrapper (a shell, bubblewrap) reports for a child killed by a signal.
+        return f"exit code {code}: signal {_signal_name(code - 128)}"
+    return f"exit code {code}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
 
 
 def forking_works() -> bool:

@@ -85,6 +85,9 @@ class Mailbox:
         self._sent: dict[str, deque[float]] = {}  # sender -> times of its recent messages
         self._arrived: dict[str, asyncio.Event] = {}  # recipient -> set when mail arrives
         self._waiting: dict[str, int] = {}  # recipient -> recv() calls blocked now
+        # Sessions whose model has been shown all their mail (none delivered since): their next
+        # turn need not ask the store.
+        self._shown: set[str] = set()
 
     # -- reach ------------------------------------------------------------------------------
     def reachable(self, caller: LiveSession) -> list[tuple[str, SessionRecord]]:
@@ -246,6 +249,7 @@ class Mailbox:
     ) -> dict[str, Any]:
         message_id = message_id or new_id("m")
         name = sender if caller is None else (caller.record.name or caller.id)
+        self._shown.discard(target.id)
         self.store.put_message(
             {
                 "id": message_id,
@@ -292,7 +296,15 @@ class Mailbox:
     # -- reading ----------------------------------------------------------------------------
     async def for_model(self, live: LiveSession) -> list[str]:
         """Messages the session's model has not been shown yet (now marked shown)."""
-        pending = await self.store.unread(live.id, "model")
+        if live.id in self._shown:
+            return []
+        # Before the read: mail delivered while it runs is then read at the next turn.
+        self._shown.add(live.id)
+        try:
+            pending = await self.store.unread(live.id, "model")
+        except BaseException:
+            self._shown.discard(live.id)
+            raise
         self.store.mark_read((m["id"] for m in pending), "model")
         return [format_message(m) for m in pending]
 

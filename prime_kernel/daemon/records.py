@@ -58,7 +58,12 @@ class SessionRecord:
         return cls(**values, sink=sink)
 
     def to_row(self) -> dict[str, Any]:
-        return {f: _plain(getattr(self, f)) for f in FIELDS}
+        # Read straight from the instance dict: every list of sessions makes one per record.
+        values = self.__dict__
+        row = {f: values[f] for f in FIELDS}
+        row["state"] = _plain(self.state)
+        row["kind"] = _plain(self.kind)
+        return row
 
     def update(self, **fields: Any) -> None:
         """Change fields: written to the store, then here."""
@@ -86,31 +91,3 @@ FIELDS = tuple(f.name for f in dataclasses.fields(SessionRecord) if f.name != "s
 
 def _plain(value: Any) -> Any:
     return value.value if isinstance(value, (SessionState, SessionKind)) else value
-
-
-# Longest prompt a list shows (its entries are brief).
-BRIEF_PROMPT_CHARS = 500
-
-
-def session_json(
-    record: SessionRecord,
-    *,
-    own: dict[str, float],
-    subtree: dict[str, float],
-    children: list[str],
-    kernel_alive: bool,
-    brief: bool = False,
-) -> dict[str, Any]:
-    """A session's REST JSON (records.SESSION), from the daemon or read from a store."""
-    out = record.to_row()
-    for private in ("answer_blob", "context_blob", "usage"):
-        out.pop(private)
-    if out.get("goal") is None:  # the field is there only while the session has a goal
-        out.pop("goal", None)
-    if brief and len(record.prompt) > BRIEF_PROMPT_CHARS:
-        out["prompt"] = record.prompt[:BRIEF_PROMPT_CHARS] + "…"
-    out["has_answer"] = bool(record.answer_blob or record.answer_repr is not None)
-    out["kernel_alive"] = kernel_alive  # a person can attach a console to it
-    out["usage"] = {"own": own, "subtree": subtree}
-    out["children"] = children
-    return out

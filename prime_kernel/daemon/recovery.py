@@ -50,8 +50,9 @@ class Recovery:
         self.daemon = daemon
         # Sessions whose conversation must be read back from the store before their next run.
         self._unloaded: set[str] = set()
-        # Of those, the ones that were running: the model must be told what was in flight.
-        self._interrupted: set[str] = set()
+        # Of those, the ones that were running: the model must be told what was in flight,
+        # and why it stopped.
+        self._interrupted: dict[str, str] = {}
         # Queued or running when the earlier daemon stopped: run again once this one can.
         self._to_run: list[LiveSession] = []
         # Idle or inactive then: woken if mail came for them meanwhile.
@@ -115,7 +116,7 @@ class Recovery:
             self._unloaded.add(record.id)
             state = record.state
             if state == SessionState.RUNNING:
-                self._interrupted.add(record.id)
+                self._interrupted[record.id] = RESTARTED
             if state in (SessionState.IDLE, SessionState.RUNNING, SessionState.INACTIVE):
                 live.restore_reason = RESTARTED
             if record.kernel_id is not None:
@@ -170,22 +171,28 @@ class Recovery:
         last = await daemon.store.last_event(live.id, EventKind.CELL.value)
         if last is not None:
             live.repl_names = list(last["data"].get("names") or [])
-        was_running = live.id in self._interrupted
-        self._interrupted.discard(live.id)
+        reason = self._interrupted.pop(live.id, None)
         # A turn cut short by an earlier daemon still lacks the outcome of its code, also in a
         # session that waited INACTIVE since (auto_resume off) instead of running at once.
-        in_flight = self._close_dangling(live)
-        if not was_running and in_flight is None:
+        in_flight = self._close_dangling(live, reason or RESTARTED)
+        if reason is None and in_flight is None:
             return
+        reason = reason or RESTARTED
         daemon.emit(
             live,
             EventKind.RESUME,
-            {"reason": RESTARTED, "in_flight": in_flight, "snapshot": None},
+            {"reason": reason, "in_flight": in_flight, "snapshot": None},
         )
         if in_flight is None:
-            live.notes.append(f"[{RESTARTED} Your session continues from your last turn.]")
+            live.notes.append(f"[{reason} Your session continues from your last turn.]")
 
-    def _close_dangling(self, live: LiveSession) -> str | None:
+    def kernel_lost(self, live: LiveSession, error: str) -> None:
+        """A running session lost its kernel and cannot have another now (see
+        Daemon._kernels_unavailable): its next run starts as one a restart took back."""
+        self._unloaded.add(live.id)
+        self._interrupted[live.id] = f"The session's kernel was lost: {error}."
+
+    def _close_dangling(self, live: LiveSession, reason: str) -> str | None:
         """Answer the tool calls (or fenced blocks) of the last turn that got no output — the
         cell that was in flight — with a note that it was not re-run; its code, if any."""
         conversation = live.conversation
@@ -194,7 +201,7 @@ class Recovery:
         index = max(i for i, m in enumerate(conversation) if m.get("role") == "assistant")
         turn = conversation[index]
         note = (
-            f"[{RESTARTED} This cell was running then and was NOT re-run, because its outcome "
+            f"[{reason} This cell was running then and was NOT re-run, because its outcome "
             "is uncertain: check what it did (files, variables) before running it again.]"
         )
         answered = {m.get("tool_call_id") for m in list(conversation)[index + 1 :]}
@@ -202,7 +209,7 @@ class Recovery:
         if calls:
             first = _code(calls[0])
             for call in calls:
-                text = note if call is calls[0] else f"[{RESTARTED} Not run.]"
+                text = note if call is calls[0] else f"[{reason} Not run.]"
                 conversation.append(
                     {"role": "tool", "tool_call_id": call.get("id"), "content": text}
                 )

@@ -2,12 +2,17 @@
 
 The registry loads all session records once when the daemon starts and then caches them (records
 write through to the store), so looking a session up, walking a tree, checking reach and listing
-never touch the database or block the event loop.
+never touch the database or block the event loop. Lists are served by indexes kept as records
+change — admission order, sessions per state, the order of their last changes, and per subtree
+the last change and how many sessions are still open — so a filtered or incremental list costs
+what it returns, not what the store holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import itertools
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..protocol.errors import NotFound
@@ -21,10 +26,20 @@ class SessionRegistry:
         self._records: dict[str, SessionRecord] = {}
         self._children: dict[str | None, list[str]] = {}
         self.live: dict[str, LiveSession] = {}
-        # A counter bumped on every change, and each session's value of it at its last change:
-        # lists can be asked for what changed since a point (`changed_after`).
+        # A counter bumped on every change, and each session's value of it at the last change
+        # of its view — of the session or of anything below it (its children and its
+        # subtree's usage are part of its view) — oldest change first: lists can be asked for
+        # what changed since a point (`changed_after`) and read only that.
         self.version = 0
-        self._changed: dict[str, int] = {}
+        self._changed: OrderedDict[str, int] = OrderedDict()
+        # Sessions not ended in each subtree (itself included): while none is, nothing in it
+        # changes with time (wall times are final).
+        self._open: dict[str, int] = {}
+        # Admission order (the store's `created` order at load) and each session's place in it.
+        self._order: list[str] = []
+        self._pos: dict[str, int] = {}
+        self._by_state: dict[SessionState, set[str]] = {s: set() for s in SessionState}
+        self._watchers: list[Callable[[SessionRecord, dict[str, Any]], None]] = []
 
     # -- loading and adding -------------------------------------------------------------------
     def load(self, rows: Iterable[dict[str, Any]], sink: Sink) -> None:
@@ -35,29 +50,69 @@ class SessionRegistry:
         """A new session: stored (the caller inserted its row) and indexed."""
         record.sink = self._tracking(sink)
         self._add(record)
-        self.touch(record.id, ancestors=True)  # their `children` lists changed
+        self.touch(record.id)  # its ancestors' `children` lists changed
         return record
 
     def _add(self, record: SessionRecord) -> None:
-        self._records[record.id] = record
-        self._children.setdefault(record.parent_id, []).append(record.id)
+        sid = record.id
+        self._records[sid] = record
+        self._children.setdefault(record.parent_id, []).append(sid)
+        self._pos[sid] = len(self._order)
+        self._order.append(sid)
+        self._by_state[record.state].add(sid)
+        self._open.setdefault(sid, 0)
+        if not record.terminal:
+            self._count_open(sid, 1)
+
+    def watch(self, watcher: Callable[[SessionRecord, dict[str, Any]], None]) -> None:
+        """Call `watcher(record, fields)` before any record changes (it still has the old
+        values)."""
+        self._watchers.append(watcher)
 
     def _tracking(self, sink: Sink) -> Sink:
         def write(session_id: str, fields: dict[str, Any]) -> None:
             sink(session_id, fields)
-            # What a session spends is in every ancestor's subtree usage too.
-            self.touch(session_id, ancestors="usage" in fields)
+            record = self._records[session_id]  # still with its old values
+            if "state" in fields:
+                self._moved(record, SessionState(fields["state"]))
+            for watcher in self._watchers:
+                watcher(record, fields)
+            self.touch(session_id)
 
         return write
 
-    def touch(self, session_id: str, *, ancestors: bool = False) -> None:
-        """Mark a session (and its ancestors) changed, for `select(changed_after=...)`."""
-        self.version += 1
+    def _moved(self, record: SessionRecord, state: SessionState) -> None:
+        if state == record.state:
+            return
+        self._by_state[record.state].discard(record.id)
+        self._by_state[state].add(record.id)
+        if state.terminal != record.terminal:
+            self._count_open(record.id, -1 if state.terminal else 1)
+
+    def _count_open(self, session_id: str, delta: int) -> None:
+        for sid in self.lineage(session_id):
+            self._open[sid] = self._open.get(sid, 0) + delta
+
+    def lineage(self, session_id: str) -> Iterator[str]:
+        """The session's id, its parent's, ... up to its root's."""
         record = self._records.get(session_id)
         while record is not None:
-            self._changed[record.id] = self.version
-            parent = record.parent_id if ancestors else None
-            record = self._records.get(parent) if parent else None
+            yield record.id
+            record = self._records.get(record.parent_id) if record.parent_id else None
+
+    def touch(self, session_id: str) -> None:
+        self.version += 1
+        for sid in self.lineage(session_id):
+            self._changed[sid] = self.version
+            self._changed.move_to_end(sid)
+
+    def changed_at(self, session_id: str) -> int:
+        """The version of the last change of the session's view (0: none since loading)."""
+        return self._changed.get(session_id, 0)
+
+    def settled(self, session_id: str) -> bool:
+        """Whether the session and everything below it has ended."""
+        return not self._open.get(session_id, 0)
 
     # -- lookups --------------------------------------------------------------------------------
     def get(self, session_id: str) -> SessionRecord:
@@ -113,22 +168,39 @@ class SessionRegistry:
         root_id: str | None = None,
         parent_id: str | None = None,
         changed_after: int | None = None,
+        limit: int | None = None,
     ) -> list[SessionRecord]:
-        """Records matching every filter given, newest first."""
+        """Records matching every filter given, newest first (the `limit` newest)."""
         wanted = {SessionState(s) for s in states} if states else None
+        pool: Iterable[str]
         if parent_id is not None:
-            pool: Iterable[SessionRecord] = self.children(parent_id)
+            pool = self._children.get(parent_id, [])
         elif root_id is not None:
             root = self._records.get(root_id)
-            pool = [root, *self.descendants(root_id)] if root is not None else []
-        else:
-            pool = self._records.values()
+            pool = [root_id, *(r.id for r in self.descendants(root_id))] if root else []
+        elif changed_after is not None:
+            pool = self._changed_since(changed_after)
+        elif wanted is not None:
+            pool = [sid for state in wanted for sid in self._by_state[state]]
+        else:  # everything: admission order is newest first, read only as far as needed
+            newest = (self._records[sid] for sid in reversed(self._order))
+            return list(itertools.islice(newest, limit) if limit else newest)
+        records = self._records
         out = [
-            r
-            for r in pool
-            if (wanted is None or r.state in wanted)
-            and (root_id is None or r.root_id == root_id)
-            and (changed_after is None or self._changed.get(r.id, 0) > changed_after)
+            records[sid]
+            for sid in pool
+            if (wanted is None or records[sid].state in wanted)
+            and (root_id is None or records[sid].root_id == root_id)
+            and (changed_after is None or self._changed.get(sid, 0) > changed_after)
         ]
-        out.sort(key=lambda r: r.created, reverse=True)
+        out.sort(key=lambda r: self._pos[r.id], reverse=True)
+        return out[:limit] if limit else out
+
+    def _changed_since(self, version: int) -> list[str]:
+        """Sessions changed after `version` (the most recent changes are last: read back)."""
+        out = []
+        for sid, changed in reversed(self._changed.items()):
+            if changed <= version:
+                break
+            out.append(sid)
         return out

@@ -39,6 +39,19 @@ class TokenRegistry:
             self._by_kernel[kernel_id] = token
         return token
 
+    def rename(self, old: str, new: str) -> None:
+        """The kernel minted for as `old` is known as `new` from now on (a gateway names its
+        kernels only once it started them, with the token already in their environment)."""
+        with self._lock:
+            token = self._by_kernel.pop(old, None)
+            if token is None:
+                return
+            self._by_kernel[new] = token
+            self._by_token[token] = new
+            if old in self._notebooks:
+                self._notebooks.discard(old)
+                self._notebooks.add(new)
+
     def kernel_for(self, token: str | None) -> str | None:
         if not token:
             return None

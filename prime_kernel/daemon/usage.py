@@ -23,8 +23,9 @@ def empty() -> dict[str, float]:
 
 
 def add(total: dict[str, float], part: dict[str, Any]) -> dict[str, float]:
+    get = part.get
     for k in FIELDS:
-        total[k] = total.get(k, 0) + (part.get(k) or 0)
+        total[k] = total.get(k, 0) + (get(k) or 0)
     return total
 
 

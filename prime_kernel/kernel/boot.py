@@ -4,7 +4,11 @@ The provisioner hands each kernel a small JSON document through a pipe whose des
 named by `PRIME_BOOT_FD`: the daemon's URL, the kernel's capability token, and for agent
 kernels the resource limits and the unpickling allow-list. The token never enters an
 environment (`/proc/<pid>/environ` shows a process's initial environment to anyone who may
-read it) nor a command line. Stdlib only: it runs before IPython is imported.
+read it) nor a command line. A kernel a gateway started for the daemon cannot be handed a pipe:
+it gets the same document in `KERNEL_PRIME_BOOT` (what gateways forward), which is taken out of
+the environment here, before any code of the agent runs, so that its subprocesses do not inherit
+it (and the kernel is made non-dumpable, which hides its initial environment in /proc from other
+processes of its user). Stdlib only: it runs before IPython is imported.
 
 Hardening, every Prime kernel: non-dumpable (other processes of the same user cannot read its
 memory, environment or descriptors through /proc, nor ptrace it). Agent kernels also: no new
@@ -19,6 +23,8 @@ import json
 import os
 import sys
 from typing import Any
+
+from ..protocol.wire import BOOT_ENV
 
 BOOT_FD_ENV = "PRIME_BOOT_FD"
 
@@ -39,18 +45,26 @@ _RLIMITS = {
 
 def read(fd: int | None = None) -> dict[str, Any] | None:
     """The boot document, read once from `fd` or the descriptor `PRIME_BOOT_FD` names (the
-    pipe is closed after); None without one."""
+    pipe is closed after), else from `KERNEL_PRIME_BOOT`; None without one."""
     named = os.environ.pop(BOOT_FD_ENV, None)
+    inline = os.environ.pop(BOOT_ENV, None)
     if fd is None and named is None:
-        return None
+        return _parse(inline.encode()) if inline else None
     chunks = []
     try:
         n = fd if fd is not None else int(named or "")
         while chunk := os.read(n, 65536):
             chunks.append(chunk)
         os.close(n)
-        data = json.loads(b"".join(chunks))
     except (ValueError, OSError):
+        return None
+    return _parse(b"".join(chunks))
+
+
+def _parse(raw: bytes) -> dict[str, Any] | None:
+    try:
+        data = json.loads(raw)
+    except ValueError:
         return None
     return data if isinstance(data, dict) else None
 

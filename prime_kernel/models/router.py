@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.errors import ModelError
+from . import openai_direct
 
 _import_lock = threading.Lock()
 _litellm: Any = None
@@ -75,6 +76,11 @@ class ModelRouter:
         # Seconds one call may take (None: no limit), so a model that never answers fails
         # the call instead of hanging its session; the daemon sets it (Daemon.model_timeout).
         self.timeout: float | None = None
+        # Plain `openai/...` calls skip litellm's per-call machinery (see openai_direct).
+        self.direct = True
+        self._direct = openai_direct.DirectOpenAI()
+        # Per-token rates of the models the direct path priced (see openai_direct.price).
+        self._rates: dict[str, Any] = {}
 
     @property
     def litellm(self) -> Any:
@@ -83,10 +89,14 @@ class ModelRouter:
         return self._litellm
 
     async def close(self) -> None:
-        """Stop litellm's background logging worker (a task on this loop), if it runs."""
+        """Close the direct path's connections and stop litellm's background logging worker
+        (a task on this loop), if it runs."""
+        await self._direct.close()
         if self._litellm is None:
             return
-        with contextlib.suppress(ImportError):
+        # RuntimeError: the worker's tasks belong to another, closed loop (it is global and
+        # rebinds only when something is logged); nothing of it runs on this one.
+        with contextlib.suppress(ImportError, RuntimeError):
             from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
 
             await GLOBAL_LOGGING_WORKER.stop(discard_pending=True, timeout=2)
@@ -183,6 +193,13 @@ class ModelRouter:
     ) -> Completion:
         litellm = self.litellm
         start = time.monotonic()
+        where = openai_direct.endpoint(litellm, model, kwargs) if self.direct else None
+        if where is not None:
+            try:
+                reply = await self._direct.complete(where, model.split("/", 1)[1], messages, tools)
+            except openai_direct.DirectError as e:
+                raise ModelError(f"model call to {model!r} failed: {e}", model=model) from None
+            return _from_json(litellm, model, reply, time.monotonic() - start, self._rates)
         try:
             response = await asyncio.wait_for(
                 litellm.acompletion(model=model, messages=messages, tools=tools or None, **kwargs),
@@ -223,6 +240,46 @@ class ModelRouter:
 
     async def text(self, model: str, prompt: str, **kwargs: Any) -> Completion:
         return await self.complete(model, [{"role": "user", "content": prompt}], **kwargs)
+
+
+def _from_json(
+    litellm: Any, model: str, reply: dict[str, Any], duration: float, rates: dict[str, Any]
+) -> Completion:
+    """A Completion from an OpenAI chat-completion reply (the direct path), priced like litellm
+    prices it."""
+    choice = reply["choices"][0]
+    msg = choice.get("message") or {}
+    message: dict[str, Any] = {"role": "assistant", "content": msg.get("content") or ""}
+    calls = msg.get("tool_calls") or []
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c.get("id"),
+                "type": "function",
+                "function": {
+                    "name": (c.get("function") or {}).get("name"),
+                    "arguments": (c.get("function") or {}).get("arguments"),
+                },
+            }
+            for c in calls
+        ]
+    raw = reply.get("usage") or {}
+    prompt = int(raw.get("prompt_tokens") or 0)
+    completion = int(raw.get("completion_tokens") or 0)
+    cached = int((raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    usage: dict[str, float] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cached_tokens": cached,
+        "total_tokens": prompt + completion,
+    }
+    cost = 0.0
+    if raw:
+        try:
+            cost = openai_direct.price(litellm, model.split("/", 1)[1], raw, rates)
+        except Exception:  # a model litellm cannot price, as on its own path
+            cost = 0.0
+    return Completion(message, choice.get("finish_reason"), usage, cost, duration)
 
 
 def _usage(response: Any) -> dict[str, float]:

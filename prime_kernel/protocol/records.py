@@ -207,9 +207,11 @@ NOTIFICATION: dict[str, Any] = {
 
 LIST: dict[str, Any] = {
     "title": "SessionList",
-    "description": "GET /api/prime/sessions: records newest first; `cursor` and `epoch` let a "
-    "client ask for what changed since (`?changed_after=cursor`, valid while `epoch` is the "
-    "same daemon run).",
+    "description": "GET /api/prime/sessions: records newest first (in the order they were "
+    "admitted), brief: prompt, answer_repr and error cut to 500 characters, name to the name "
+    "limit, options without a spec's instructions (GET /sessions/{id} has them whole); "
+    "`cursor` and `epoch` let a client ask for what changed since (`?changed_after=cursor`, "
+    "valid while `epoch` is the same daemon run).",
     "type": "object",
     "required": ["sessions", "cursor", "epoch"],
     "properties": {

@@ -6,6 +6,9 @@ from __future__ import annotations
 # Put in an agent kernel's environment by the Prime provisioner.
 URL_ENV = "PRIME_URL"
 TOKEN_ENV = "PRIME_TOKEN"
+# A remote kernel's boot document (JSON: the daemon's URL, the token): a gateway's kernels get
+# no pipe, and gateways pass on only the KERNEL_* variables of a start request.
+BOOT_ENV = "KERNEL_PRIME_BOOT"
 # Kernel -> daemon calls carry the session's capability in this header, never in a cookie.
 TOKEN_HEADER = "X-Prime-Token"
 

@@ -105,6 +105,8 @@ class PrimeApp(ExtensionApp):
         assert self.serverapp is not None and self.daemon is not None
         self._kernel_socket = KernelSocket(self.serverapp)
         self.daemon.url = self._kernel_socket.start()
+        # Where kernels on a gateway call back by default (c.Daemon.public_url overrides it).
+        self.daemon.server_url = self.serverapp.connection_url
         await self.daemon.start()
         self.log.info("Prime daemon started; store at %s", self.daemon.store_dir)
 

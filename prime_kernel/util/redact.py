@@ -10,6 +10,7 @@ stored or shown to a model, and exports before they are written.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -47,6 +48,9 @@ LITELLM_ENV_KEYS = frozenset(
 _CONFIG_KEY = re.compile(r"(api_?key|token|secret|password|access_key|credentials?)$", re.I)
 
 
+# Cached: the daemon reads the environment before every record it scrubs, and a process has few
+# distinct variable names.
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable called `name` holds a credential."""
     upper = name.upper()
@@ -56,7 +60,8 @@ def is_secret_name(name: str) -> bool:
 def environment_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
     """Values of environment variables named like credentials."""
     env = os.environ if environ is None else environ
-    return {value for name, value in env.items() if is_secret_name(name)}
+    # Only the credentials' values are read (os.environ decodes each value it is asked for).
+    return {env[name] for name in env if is_secret_name(name)}
 
 
 def config_secrets(config: Any) -> set[str]:
@@ -148,6 +153,10 @@ class Scrubber:
         self.static = secrets_of(None, config, None, ())
         self._lock = threading.Lock()
         self._cached: tuple[frozenset[str], Redactor] | None = None
+        # The environment's credentials, and a copy of os.environ's own (bytes) mapping when they
+        # were read: comparing the two tells, exactly and in microseconds, whether it changed.
+        self._env_secrets: set[str] = set()
+        self._env_seen: dict[Any, Any] | None = None
 
     def add(self, *values: str | None) -> None:
         """More fixed secrets (the server's token, once the server knows it)."""
@@ -157,8 +166,13 @@ class Scrubber:
 
     def redactor(self, live_tokens: Iterable[str]) -> Redactor:
         env = os.environ if self._environ is None else self._environ
-        current = frozenset(secrets_of(env, None, None, live_tokens))
+        raw = getattr(env, "_data", None)  # os.environ's; another mapping is read every time
         with self._lock:
+            if raw is None or raw != self._env_seen:
+                self._env_secrets = environment_secrets(env)
+                self._env_seen = dict(raw) if raw is not None else None
+            found = self._env_secrets | set(live_tokens)
+            current = frozenset(s for s in found if len(s) >= MIN_SECRET_LENGTH)
             if self._cached is None or self._cached[0] != current:
                 self._cached = (current, Redactor(self.static | current))
             return self._cached[1]

@@ -35,6 +35,8 @@ BAD_RUNS = [
     (["--context", "{inputs}/bad.csv"], "line 3: more fields than the header has"),
     (["--context", "{inputs}/empty.txt"], "is empty"),
     (["--context", "{inputs}/binary.txt"], "is not UTF-8 text"),
+    (["--gateway", "gateway:8888"], "--gateway wants an http(s) URL, not 'gateway:8888'"),
+    (["--public-url", "http://host:8888/"], "--public-url goes with --gateway"),
     (["--config", "foo"], "--config wants Class.trait=VALUE"),
     (["--config", "Daemon.pool_siz=0"], "the Daemon has no setting 'pool_siz'"),
     (["--config", "Daemon.pool_size=many"], "--config Daemon.pool_size wants an int"),

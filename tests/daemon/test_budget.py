@@ -97,3 +97,23 @@ def test_cli_refuses_a_bad_budget_before_starting(
     assert code == 2
     assert "budget tokens must not be negative" in capsys.readouterr().err
     assert not (tmp_path / ".prime").exists()  # no server was started, nothing written
+
+
+def test_spent_follows_every_change_below(accounts: Accounting) -> None:
+    """The subtree counters a budget check keeps are current however usage changes: added by
+    the accounting, set on a record, in a child made after the first check."""
+    root = session(accounts, "r", None, budget={"tokens": 10**9})
+    child = session(accounts, "rc", "r")
+    accounts.check(root)  # the root's subtree counters are now kept
+    accounts.add(child, total_tokens=5, cost=0.25, model_calls=1)
+    spend(root, 7, cost=0.5, calls=2)
+    late = session(accounts, "rl", "r")
+    accounts.add_completion(late, {"total_tokens": 11}, 0.125)
+    whole = accounts.subtree("r")
+    spent = accounts.spent("r")
+    assert (spent["tokens"], spent["dollars"], spent["turns"]) == (
+        whole["total_tokens"],
+        round(whole["cost"], 10),
+        whole["model_calls"],
+    )
+    assert (spent["tokens"], spent["turns"]) == (23, 4)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from prime_kernel.models import cookbook, profiles
+from prime_kernel.models import cookbook, profiles, prompts
 from prime_kernel.models.profiles import DEFAULT, SMALL, profile_for
 
 
@@ -20,9 +20,16 @@ def test_default_profile_is_todays_behaviour() -> None:
     assert DEFAULT.request_kwargs(retry=True) == {}
     assert DEFAULT.prefill == "" and DEFAULT.max_turns is None and DEFAULT.max_seconds is None
     system = DEFAULT.system(False, "NOTES")
-    assert "```python" in system and "NOTES" in system
+    assert "```python" in system and system.endswith(f"NOTES\n\n{prompts.LONG_HORIZON}")
     assert profiles.installed_note() in system
     assert DEFAULT.system(True, "").count("`python` tool") == 1
+
+
+def test_only_the_default_profile_is_told_how_to_work_long() -> None:
+    # Every prompt token of the small profile is read on the CPU; goals and schedules are for
+    # models that can use them.
+    assert prompts.LONG_HORIZON not in SMALL.system(False, "NOTES")
+    assert prompts.LONG_HORIZON in DEFAULT.system(True, "")
 
 
 def test_small_profile_limits_replies_and_retries_differently() -> None:

@@ -91,7 +91,7 @@ async def test_cancel_frees_a_kernel_that_ignores_interrupts(daemon, script, jp_
     runner = daemon.live[sid].runner
     assert runner is not None
     await wait_for(lambda: runner.busy)
-    pid = runner.pid
+    pid = daemon.launcher.record(runner.kernel_id)["pid"]
     assert pid is not None
     await asyncio.sleep(0.5)
     resp = await jp_fetch("api", "prime", "sessions", sid, method="DELETE")

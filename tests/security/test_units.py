@@ -183,6 +183,21 @@ def test_scrubber_follows_live_tokens_and_the_environment():
     assert scrubber.scrub("new-0123456789", []) == REDACTED
 
 
+def test_scrubber_follows_the_process_environment(monkeypatch):
+    # os.environ is read again only when it changed (see Scrubber.redactor): every change
+    # counts, a new credential, a changed value and a removed one.
+    scrubber = Scrubber()
+    assert scrubber.scrub("late-secret-0123", []) == "late-secret-0123"
+    monkeypatch.setenv("LATE_API_KEY", "late-secret-0123")
+    assert scrubber.scrub("late-secret-0123", []) == REDACTED
+    monkeypatch.setenv("LATE_API_KEY", "other-secret-0123")
+    assert (
+        scrubber.scrub("late-secret-0123 other-secret-0123", []) == f"late-secret-0123 {REDACTED}"
+    )
+    monkeypatch.delenv("LATE_API_KEY")
+    assert scrubber.scrub("other-secret-0123", []) == "other-secret-0123"
+
+
 # -- the sandbox's command line ------------------------------------------------------------
 def test_mounts_come_parents_first(tmp_path: Path):
     home, root = tmp_path / "home", tmp_path / "home" / "work"

@@ -47,6 +47,8 @@ _PARAMS = {
     "refinement_id": "{rid}",
     "action": "{action}",
     "version": "{version}",
+    "schedule_id": "{schedule}",
+    "blob_id": "{blob}",
 }
 
 

@@ -68,12 +68,13 @@ async function screenshot(
 }
 
 /**
- * The New agent form at the side bar's default width: every field wholly inside the panel, wide
- * enough to type in, and the model picker's placeholder not cut off. A screenshot of it.
+ * The New agent form at the side bar's default width: every field (and `more`, such as the
+ * autonomous ones) wholly inside the panel, wide enough to type in, and the model picker's
+ * placeholder not cut off. A screenshot of it.
  */
-async function formFits(page: Page, info: TestInfo): Promise<void> {
+async function formFits(page: Page, info: TestInfo, more: string[] = []): Promise<void> {
   const side = (await panel(page).boundingBox())!;
-  for (const label of ['Model', 'Name', 'Token budget', 'Dollar budget', 'Time limit', 'Turn budget']) {
+  for (const label of ['Model', 'Name', 'Token budget', 'Dollar budget', 'Time limit', 'Turn budget', ...more]) {
     const box = (await page.locator(`.jp-PrimeAgents-form input[aria-label="${label}"]`).boundingBox())!;
     expect(box.x).toBeGreaterThanOrEqual(side.x);
     expect(box.x + box.width).toBeLessThanOrEqual(side.x + side.width);
@@ -89,7 +90,8 @@ async function formFits(page: Page, info: TestInfo): Promise<void> {
   });
   expect(placeholder.text).toBeLessThanOrEqual(placeholder.room);
   info.annotations.push({ type: 'side bar width', description: `${Math.round(side.width)} px` });
-  await screenshot(page, info, 'new-agent-form', { x: 0, y: 0, width: Math.ceil(side.x + side.width) + 8, height: 520 });
+  const name = more.length ? 'new-agent-form-autonomous' : 'new-agent-form';
+  await screenshot(page, info, name, { x: 0, y: 0, width: Math.ceil(side.x + side.width) + 8, height: more.length ? 680 : 520 });
 }
 
 /** An event of a Chrome trace (the fields read here). */
@@ -770,6 +772,226 @@ test('settings: the New agent form starts with the default model and budget; can
     expect((await (await request.get(`/api/prime/sessions/${id}`)).json()).state).toBe('CANCELLED');
   } finally {
     await save('{}');
+  }
+});
+
+test('goal and schedules: set by the agent, shown in its view and row, changed and cleared by the user; a schedule cancelled', async ({
+  page,
+  request
+}, info) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  // The agent sets its goal, notes progress and makes an hourly heartbeat in its REPL.
+  const created = await request.post('/api/prime/sessions', {
+    data: { prompt: 'Keep the build green', model: 'scripted/ui-goal', name: 'goal keeper' }
+  });
+  expect(created.status()).toBe(201);
+  const id = (await created.json()).id as string;
+  try {
+    // Its row marks the goal once it is set.
+    const row = rows(page).and(page.locator(`[data-session-id="${id}"]`));
+    await expect(row.locator('.jp-PrimeAgents-mark-goal')).toHaveText('goal', { timeout: 90_000 });
+    await expect(row.locator('.jp-PrimeAgents-mark-goal')).toHaveAttribute('title', 'Goal: Keep the build green');
+
+    // A person's schedule to it, every second: each tick is a message from "schedule".
+    const made = await request.post('/api/prime/schedules', {
+      data: { session_id: id, every: 1, message: 'ping from the test' }
+    });
+    expect(made.status()).toBe(201);
+    const personal = (await made.json()).id as string;
+
+    await row.click();
+    const view = sessionView(page);
+    const goal = view.locator('.jp-PrimeSession-goal');
+    await expect(goal.locator('.jp-PrimeSession-goalText')).toHaveText('Keep the build green');
+    await expect(goal.locator('.jp-PrimeSession-goalStatus')).toHaveText('Goal');
+    await expect(goal.locator('.jp-PrimeSession-goalBy')).toHaveText('set by this agent');
+    await expect(goal.locator('.jp-PrimeSession-goalProgress li')).toContainText(['wrote the first test']);
+
+    // Both schedules: the agent's heartbeat, and the person's, whose delivered ticks count up.
+    const heartbeat = view.locator('.jp-PrimeSession-schedule').filter({ hasText: 'hourly check' });
+    const ping = view.locator(`.jp-PrimeSession-schedule[data-schedule-id="${personal}"]`);
+    await expect(heartbeat.locator('.jp-PrimeSession-scheduleTiming')).toHaveText('every 1h');
+    await expect(heartbeat.locator('.jp-PrimeSession-scheduleNext')).toHaveText(/^next in (59m|1h)/);
+    await expect(ping.locator('.jp-PrimeSession-scheduleTiming')).toHaveText('every 1s');
+    await expect(ping.locator('.jp-PrimeSession-scheduleCounts')).toHaveText(/^([2-9]|\d\d+) delivered/, { timeout: 30_000 });
+    await expect(view.locator('.jp-PrimeSession-schedules .jp-PrimeSession-scheduleCount')).toHaveText('2 active');
+    // The trajectory has the goal and schedule events, and the ticks as messages.
+    await expect(view.locator('.jp-PrimeEvent-goal.jp-mod-set .jp-PrimeEvent-head')).toHaveText('Goal set · by this agent');
+    await expect(view.locator('.jp-PrimeEvent-schedule').filter({ hasText: 'hourly check' }).first()).toContainText(
+      'Schedule made · every 1h'
+    );
+    await expect(view.locator('.jp-PrimeEvent-mail_in').filter({ hasText: 'ping from the test' }).first()).toContainText(
+      'Message from schedule'
+    );
+
+    // Cancel the person's schedule from the view: it stops, and is listed (dimmed) as cancelled.
+    await ping.getByRole('button', { name: 'Cancel' }).click();
+    await expect(ping).toHaveAttribute('data-state', 'cancelled');
+    await expect(ping.locator('.jp-PrimeSession-scheduleState')).toHaveText('cancelled');
+    await expect(ping.getByRole('button', { name: 'Cancel' })).toHaveCount(0);
+    await expect(view.locator('.jp-PrimeSession-status')).toHaveText('Schedule cancelled.');
+    await expect(view.locator('.jp-PrimeSession-schedules .jp-PrimeSession-scheduleCount')).toHaveText('1 active');
+    const cancelled = await (await request.get(`/api/prime/schedules/${personal}`)).json();
+    expect(cancelled).toMatchObject({ state: 'cancelled', next: null });
+    await expect(view.locator('.jp-PrimeEvent-schedule').filter({ hasText: 'Schedule cancelled' })).toHaveCount(1);
+    await view.locator('.jp-PrimeSession-control').scrollIntoViewIfNeeded();
+    await screenshot(page, info, 'session-goal-schedules');
+
+    // The user gives it a new goal.
+    await goal.getByRole('button', { name: 'Change…' }).click();
+    const input = view.locator('.jp-PrimeSession-goalInput');
+    await expect(input).toHaveValue('Keep the build green');
+    await input.fill('Keep the build green and fast');
+    await input.press('Enter');
+    await expect(goal.locator('.jp-PrimeSession-goalText')).toHaveText('Keep the build green and fast');
+    await expect(goal.locator('.jp-PrimeSession-goalBy')).toHaveText('set by you');
+    await expect(view.locator('.jp-PrimeEvent-goal.jp-mod-set .jp-PrimeEvent-head').last()).toHaveText('Goal set · by you');
+    const stored = await (await request.get(`/api/prime/sessions/${id}/goal`)).json();
+    expect(stored.goal).toMatchObject({ text: 'Keep the build green and fast', set_by: 'user', status: 'active' });
+
+    // Clear the goal: none is left, and the user can set one again.
+    await goal.getByRole('button', { name: 'Clear' }).click();
+    await expect(goal.locator('.jp-PrimeSession-goalHead.jp-mod-none')).toContainText('No goal');
+    await expect(goal.getByRole('button', { name: 'Set goal…' })).toBeVisible();
+    await expect(row.locator('.jp-PrimeAgents-mark-goal')).toHaveCount(0);
+    expect((await (await request.get(`/api/prime/sessions/${id}/goal`)).json()).goal).toBeNull();
+  } finally {
+    // Its heartbeat would keep it waiting for good: later tests need the server quiet.
+    await request.delete(`/api/prime/sessions/${id}`);
+  }
+});
+
+test('an autonomous agent: its row and view say so; its continuation and the gate that passed are in its trajectory', async ({
+  page,
+  request
+}) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  // No gate: an answer passes, so the child's one answer ends it in its first continuation.
+  const created = await request.post('/api/prime/sessions', {
+    data: { prompt: 'Double 21 on your own', model: 'scripted/ui-child', name: 'autonomous doubler', autonomous: { max_continuations: 2 } }
+  });
+  expect(created.status()).toBe(201);
+  const id = (await created.json()).id as string;
+  const row = rows(page).and(page.locator(`[data-session-id="${id}"]`));
+  await expect(row).toHaveAttribute('data-state', 'DONE', { timeout: 90_000 });
+  await expect(row.locator('.jp-PrimeAgents-mark-autonomous')).toHaveText('auto 1/2');
+  await expect(row.locator('.jp-PrimeAgents-mark-autonomous')).toHaveAttribute(
+    'title',
+    'Autonomous: continuation 1 of 2 · ends when it answers'
+  );
+  await row.click();
+  const view = sessionView(page);
+  await expect(view.locator('.jp-PrimeSession-autonomy')).toHaveText('Autonomous continuation 1 of 2 · ends when it answers');
+  await expect(view.locator('.jp-PrimeEvent-continuation .jp-PrimeEvent-head')).toContainText('Continuation 1 of 2');
+  await expect(view.locator('.jp-PrimeEvent-gate.jp-mod-passed .jp-PrimeEvent-head')).toContainText(
+    'Gate passed · an answer · after continuation 1'
+  );
+  // Ended, with neither goal nor schedules: nothing to change in the goal section.
+  await expect(view.locator('.jp-PrimeSession-goal button')).toHaveCount(0);
+});
+
+test('the New agent form starts an autonomous agent with a gate: bad input stays in the form; two continuations, the gate failing then passing', async ({
+  page
+}, info) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  await page.keyboard.press('ControlOrMeta+Alt+n');
+  const form = page.locator('.jp-PrimeAgents-form');
+  await expect(form.locator('.jp-PrimeAgents-prompt')).toBeVisible();
+  await form.locator('.jp-PrimeAgents-prompt').fill('Try until the gate passes');
+  await form.locator('input[aria-label="Model"]').fill('scripted/ui-auto');
+  await form.getByLabel('Name').fill('gated worker');
+  await expect(form.getByLabel('Gate command')).toBeHidden();
+  await form.getByRole('checkbox', { name: 'Autonomous' }).check();
+  await formFits(page, info, ['Gate command', 'Max continuations', 'Turns per continuation', 'Tokens per continuation', 'Time per continuation']);
+
+  // Not a whole number: an inline error, and nothing is sent.
+  const posts: string[] = [];
+  page.on('request', r => {
+    if (r.method() === 'POST' && new URL(r.url()).pathname.endsWith('/api/prime/sessions')) {
+      posts.push(r.postData() ?? '');
+    }
+  });
+  await form.getByLabel('Max continuations').fill('2.5');
+  await form.getByRole('button', { name: 'Start' }).click();
+  await expect(form.locator('.jp-PrimeAgents-formError')).toHaveText('Continuations must be a whole number from 1 to 1000, got "2.5"');
+  // A gate command that does not exist: the daemon refuses it (400), and says why.
+  await form.getByLabel('Max continuations').fill('2');
+  await form.getByLabel('Gate command').fill('no-such-gate-program --check');
+  await form.getByRole('button', { name: 'Start' }).click();
+  await expect(form.locator('.jp-PrimeAgents-formError')).toContainText(
+    "Could not start the agent: the gate's command 'no-such-gate-program' does not exist"
+  );
+  expect(posts).toHaveLength(1);
+  await expect(rows(page).filter({ hasText: 'gated worker' })).toHaveCount(0);
+
+  // The gate fails once (saying why) and passes the next time; a fresh name for each run.
+  const flag = `ui-gate-${Date.now()}.ok`;
+  await form.getByLabel('Gate command').fill(`test -f ${flag} || { echo not yet; touch ${flag}; exit 1; }`);
+  await form.getByLabel('Turns per continuation').fill('4');
+  await form.getByRole('button', { name: 'Start' }).click();
+  await expect(form.locator('.jp-PrimeAgents-formError')).toBeHidden();
+  const sent = JSON.parse(posts[1]);
+  expect(sent.autonomous).toEqual({ gate: `test -f ${flag} || { echo not yet; touch ${flag}; exit 1; }`, max_continuations: 2, turns: 4 });
+  const row = rows(page).filter({ hasText: 'gated worker' });
+  await expect(row).toHaveAttribute('data-state', 'DONE', { timeout: 90_000 });
+  await expect(row.locator('.jp-PrimeAgents-mark-autonomous')).toHaveText('auto 2/2');
+  await row.click();
+  const view = sessionView(page);
+  await expect(view.locator('.jp-PrimeSession-autonomy')).toHaveText(`Autonomous continuation 2 of 2 · gate: test -f ${flag} || { echo not yet; touch ${flag}; exit 1; }`);
+  await expect(view.locator('.jp-PrimeEvent-continuation .jp-PrimeEvent-head')).toHaveCount(2);
+  await expect(view.locator('.jp-PrimeEvent-continuation .jp-PrimeEvent-head').last()).toContainText('Continuation 2 of 2');
+  await expect(view.locator('.jp-PrimeEvent-gate.jp-mod-failed')).toHaveCount(1);
+  await expect(view.locator('.jp-PrimeEvent-gate.jp-mod-failed')).toContainText('not yet');
+  await expect(view.locator('.jp-PrimeEvent-gate.jp-mod-passed .jp-PrimeEvent-head')).toContainText('after continuation 2');
+});
+
+test("a schedule added from the view: a bad cron is the daemon's message; a good one is listed and ticks", async ({
+  page,
+  request
+}, info) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  // A persistent agent waits (IDLE) after answering: ticks wake it.
+  const created = await request.post('/api/prime/sessions', {
+    data: { prompt: 'Wait for the schedule', model: 'scripted/ui-child', name: 'scheduled waiter', persistent: true }
+  });
+  expect(created.status()).toBe(201);
+  const id = (await created.json()).id as string;
+  try {
+    const row = rows(page).and(page.locator(`[data-session-id="${id}"]`));
+    await expect(row).toHaveAttribute('data-state', 'IDLE', { timeout: 90_000 });
+    await row.click();
+    const view = sessionView(page);
+    await view.getByRole('button', { name: 'Add schedule…' }).click();
+    const status = view.locator('.jp-PrimeSession-status');
+
+    await view.getByLabel('Repeat').selectOption('cron');
+    await expect(view.getByLabel('When')).toHaveAttribute('placeholder', 'e.g. */5 * * * *');
+    await view.getByLabel('When').fill('every tuesday');
+    await view.getByLabel('Schedule message').fill('cron ping');
+    await view.getByRole('button', { name: 'Add', exact: true }).click();
+    await expect(status).toContainText('Could not add the schedule: ');
+    await expect(status).toHaveClass(/jp-mod-error/);
+    expect((await (await request.get(`/api/prime/schedules?session=${id}`)).json()).schedules).toHaveLength(0);
+
+    await view.getByLabel('Repeat').selectOption('every');
+    await view.getByLabel('When').fill('1');
+    await view.getByLabel('Schedule message').fill('ping from the view');
+    await view.getByLabel('Schedule message').press('Enter');
+    await expect(status).toHaveText('Schedule added.');
+    await expect(view.getByLabel('Schedule message')).toBeHidden();
+    const listed = view.locator('.jp-PrimeSession-schedule').filter({ hasText: 'ping from the view' });
+    await expect(listed.locator('.jp-PrimeSession-scheduleTiming')).toHaveText('every 1s');
+    await expect(listed.locator('.jp-PrimeSession-scheduleCounts')).toHaveText(/^([1-9]|\d\d+) delivered/, { timeout: 30_000 });
+    const stored = (await (await request.get(`/api/prime/schedules?session=${id}`)).json()).schedules;
+    expect(stored).toMatchObject([{ owner: 'user', target_id: id, kind: 'every', message: 'ping from the view', state: 'active' }]);
+    await view.locator('.jp-PrimeSession-control').scrollIntoViewIfNeeded();
+    await screenshot(page, info, 'session-schedule-added');
+  } finally {
+    await request.delete(`/api/prime/sessions/${id}`);
   }
 });
 

@@ -1,0 +1,425 @@
+"""Agent kernels on a Jupyter Kernel Gateway or Enterprise Gateway (`c.Daemon.gateway_url`).
+
+Only the daemon's agent kernels move: notebooks stay kernels of the server, whose own
+`GatewayClient` is never switched on. `GatewayLauncher` drives each remote kernel through the
+gateway's REST API (start, interrupt, restart, shutdown: /api/kernels) and its websocket
+(`/api/kernels/{id}/channels`: execute requests out, shell replies and IOPub in), and gives the
+`KernelRunner` a client with the same few methods a jupyter_client one has.
+
+A remote kernel cannot be handed a pipe: it gets its boot document (the daemon's URL as seen
+from the gateway's kernels, `c.Daemon.public_url`, and the capability token minted for it) in
+the `KERNEL_PRIME_BOOT` variable of the start request's `env`, which both gateways pass on to
+the kernel (they forward `KERNEL_*` variables). The kernel takes it out of its environment at
+boot (prime_kernel/kernel/boot.py); the token is never logged nor recorded here.
+
+How a remote kernel ends is what the websocket and the gateway say: the socket closing (the
+gateway went away: the kernel is asked for over REST, and gone if the gateway does not answer
+or no longer has it), or a `restarting`/`dead` status (the gateway restarted a kernel that
+died, so its REPL is gone). The reason is kept and becomes the cell's `exit`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import queue
+import secrets
+import signal
+import urllib.parse
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from jupyter_client.jsonutil import json_default
+from jupyter_client.session import Session
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+from tornado.websocket import WebSocketClientConnection, websocket_connect
+from traitlets import Bool, Dict, Float, Instance, Unicode, default
+
+from ..protocol.wire import BOOT_ENV
+from .launcher import KernelLauncher, KernelsUnavailable, describe_exit
+from .tokens import TokenRegistry
+
+log = logging.getLogger(__name__)
+
+AUTH_TOKEN_ENV = "PRIME_GATEWAY_AUTH_TOKEN"
+# Largest websocket message taken from the gateway (a cell's rich output can be big).
+MAX_MESSAGE = 100 * 1024 * 1024
+
+
+class GatewayKernelClient:
+    """A kernel client over a gateway's websocket: what `KernelRunner` uses of a
+    jupyter_client `AsyncKernelClient` (execute and kernel_info requests out, shell and IOPub
+    messages in)."""
+
+    def __init__(self, request: HTTPRequest) -> None:
+        self.request = request
+        # The gateway checks no signature of ours (it signs what it forwards to its kernel
+        # with the kernel's key); a random key keeps jupyter_client from warning.
+        self.session = Session(key=secrets.token_bytes(16))
+        self._shell: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._iopub: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._outbox: list[str] = []
+        self._ws: WebSocketClientConnection | None = None
+        self._task: asyncio.Task[None] | None = None
+        # Why the connection (or the kernel behind it) ended; None while it works.
+        self.ended: str | None = None
+
+    @property
+    def connected(self) -> bool:
+        return self._ws is not None and self.ended is None
+
+    def start_channels(self, hb: bool = False) -> None:
+        self._task = asyncio.create_task(self._run(), name="gateway-channels")
+
+    def stop_channels(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        if self._ws is not None:
+            self._ws.close()
+            self._ws = None
+        self.ended = self.ended or "the client closed the connection"
+
+    async def _run(self) -> None:
+        try:
+            ws = await websocket_connect(self.request, max_message_size=MAX_MESSAGE)
+        except Exception as e:
+            self.ended = f"could not open the kernel's websocket on the gateway: {_reason(e)}"
+            return
+        # Requests made while connecting go first, in order (tornado queues writes in order).
+        for text in self._outbox:
+            _send(ws, text)
+        self._outbox.clear()
+        self._ws = ws
+        while True:
+            raw = await ws.read_message()
+            if raw is None:
+                self.ended = self.ended or "the gateway closed the kernel's websocket"
+                return
+            if isinstance(raw, bytes):  # binary buffers: nothing the daemon reads
+                continue
+            msg = json.loads(raw)
+            channel = msg.get("channel")
+            if channel == "shell":
+                self._shell.put_nowait(msg)
+            elif channel == "iopub":
+                state = (msg.get("content") or {}).get("execution_state")
+                if msg["header"].get("msg_type") == "status" and state in ("restarting", "dead"):
+                    # The gateway's own restarter replaced a kernel that died: the REPL is gone.
+                    self.ended = f"the kernel died on the gateway (status {state})"
+                self._iopub.put_nowait(msg)
+
+    def _send(self, msg: dict[str, Any], channel: str) -> str:
+        msg["channel"] = channel
+        text = json.dumps(msg, default=json_default)
+        if self._ws is None:
+            self._outbox.append(text)
+        else:
+            _send(self._ws, text)
+        return str(msg["header"]["msg_id"])
+
+    def kernel_info(self) -> str:
+        return self._send(self.session.msg("kernel_info_request"), "shell")
+
+    def execute(
+        self,
+        code: str,
+        silent: bool = False,
+        store_history: bool = True,
+        user_expressions: dict[str, Any] | None = None,
+        allow_stdin: bool | None = None,
+        stop_on_error: bool = True,
+    ) -> str:
+        content = {
+            "code": code,
+            "silent": silent,
+            "store_history": store_history,
+            "user_expressions": user_expressions or {},
+            "allow_stdin": bool(allow_stdin),
+            "stop_on_error": stop_on_error,
+        }
+        return self._send(self.session.msg("execute_request", content), "shell")
+
+    async def get_shell_msg(self, timeout: float | None = None) -> dict[str, Any]:
+        return await _get(self._shell, timeout)
+
+    async def get_iopub_msg(self, timeout: float | None = None) -> dict[str, Any]:
+        return await _get(self._iopub, timeout)
+
+
+def _send(ws: WebSocketClientConnection, text: str) -> None:
+    try:
+        future = ws.write_message(text)
+    except Exception:  # closed: the read loop says why
+        return
+    # A write that fails later (the connection dropped) is seen by the read loop too.
+    future.add_done_callback(lambda f: f.exception())
+
+
+async def _get(q: asyncio.Queue[dict[str, Any]], timeout: float | None) -> dict[str, Any]:
+    try:
+        return await asyncio.wait_for(q.get(), timeout)
+    except asyncio.TimeoutError:
+        raise queue.Empty from None
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, HTTPClientError) and e.code != 599:
+        return f"HTTP {e.code} {e.message or ''}".strip()
+    return str(getattr(e, "real_error", None) or e) or type(e).__name__
+
+
+@dataclass
+class _Remote:
+    """A kernel of the gateway, as the daemon knows it."""
+
+    client: GatewayKernelClient | None = None
+    # Why it ended (the gateway lost it, or went away); None while it runs.
+    ended: str | None = None
+
+
+class GatewayLauncher(KernelLauncher):
+    """Agent kernels on a Kernel Gateway or Enterprise Gateway. Set `c.Daemon.gateway_url`
+    to use it; configure as `c.GatewayLauncher.<trait>`."""
+
+    url = Unicode(help="The gateway's base URL (set from c.Daemon.gateway_url).")
+    public_url = Unicode(
+        help="The daemon's URL as the gateway's kernels reach it (set from c.Daemon.public_url)."
+    )
+    tokens = Instance(TokenRegistry)
+    remote_kernel_name = Unicode(
+        "",
+        config=True,
+        help="The kernelspec agent kernels start from on the gateway (it must run "
+        "`python -m prime_kernel.kernel`). Default: c.Daemon.kernel_name.",
+    )
+    auth_token = Unicode(
+        config=True,
+        help=f"Sent as `Authorization: <auth_scheme> <token>` to the gateway (KG_AUTH_TOKEN on "
+        f"Kernel Gateway, EG_AUTH_TOKEN on Enterprise Gateway). Default: {AUTH_TOKEN_ENV}.",
+    )
+    auth_scheme = Unicode("token", config=True, help="The scheme of the Authorization header.")
+    headers = Dict(
+        value_trait=Unicode(),
+        config=True,
+        help="More HTTP headers for every request to the gateway (a proxy's, say).",
+    )
+    env = Dict(
+        value_trait=Unicode(),
+        config=True,
+        help="More variables for the kernels' environment, e.g. KERNEL_NAMESPACE or "
+        "KERNEL_USERNAME for Enterprise Gateway (gateways forward KERNEL_* variables; others "
+        "only if allowed: KG_ENV_WHITELIST, EG_CLIENT_ENVS).",
+    )
+    connect_timeout = Float(20.0, config=True, help="Seconds to connect to the gateway.")
+    request_timeout = Float(
+        60.0,
+        config=True,
+        help="Seconds a gateway request may take (a kernel start: start_timeout).",
+    )
+    validate_cert = Bool(True, config=True, help="Check the gateway's TLS certificate.")
+
+    # A remote kernel cannot be signalled: a kernel that ignores its interrupt is stopped by
+    # the gateway's restart or shutdown, which follow.
+    signals = False
+
+    @default("auth_token")
+    def _default_auth_token(self) -> str:
+        return os.environ.get(AUTH_TOKEN_ENV, "")
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._kernels: dict[str, _Remote] = {}
+        self._http = AsyncHTTPClient()
+
+    async def start(self) -> None:
+        if not self.public_url.startswith(("http://", "https://")):
+            raise ValueError(
+                "c.Daemon.public_url must be the http(s) URL of this server as the gateway's "
+                f"kernels reach it, not {self.public_url!r}"
+            )
+
+    async def stop(self) -> None:
+        for remote in self._kernels.values():
+            if remote.client is not None:
+                remote.client.stop_channels()
+
+    # -- requests -------------------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", **self.headers}
+        if self.auth_token:
+            headers["Authorization"] = f"{self.auth_scheme} {self.auth_token}"
+        return headers
+
+    async def _request(
+        self, method: str, path: str, body: Any = None, *, timeout: float | None = None
+    ) -> Any:
+        """One REST call; KernelsUnavailable when the gateway cannot be reached or refuses us
+        (its message names the gateway, never what we sent)."""
+        request = HTTPRequest(
+            self.url.rstrip("/") + path,
+            method=method,
+            headers=self._headers(),
+            body=None if body is None else json.dumps(body),
+            allow_nonstandard_methods=True,
+            connect_timeout=self.connect_timeout,
+            request_timeout=timeout or self.request_timeout,
+            validate_cert=self.validate_cert,
+        )
+        try:
+            response = await self._http.fetch(request)
+        except HTTPClientError as e:
+            if e.code in (401, 403):
+                raise KernelsUnavailable(
+                    f"the kernel gateway at {self.url} refused our credentials (HTTP {e.code}): "
+                    "check c.GatewayLauncher.auth_token (or PRIME_GATEWAY_AUTH_TOKEN) and "
+                    "c.GatewayLauncher.headers",
+                    gateway=self.url,
+                    status=e.code,
+                ) from None
+            if e.code == 599:
+                raise self._unreachable(e) from None
+            raise
+        except OSError as e:
+            raise self._unreachable(e) from None
+        return json.loads(response.body) if response.body else None
+
+    def _unreachable(self, e: BaseException) -> KernelsUnavailable:
+        return KernelsUnavailable(
+            f"the kernel gateway at {self.url} is unreachable ({_reason(e)})", gateway=self.url
+        )
+
+    def _kernel_path(self, kernel_id: str, action: str = "") -> str:
+        path = "/api/kernels/" + urllib.parse.quote(kernel_id, safe="")
+        return f"{path}/{action}" if action else path
+
+    # -- the launcher -----------------------------------------------------------------------
+    async def start_kernel(self, *, cwd: str) -> str:
+        """A new kernel on the gateway, given its boot document (remote kernels work in the
+        gateway's folder, not `cwd`)."""
+        # The gateway names the kernel; its token is minted first (it goes in the request)
+        # under a name of our own, and moved to the gateway's id once that is known.
+        pending = "gateway-pending-" + uuid.uuid4().hex
+        token = self.tokens.mint(pending)
+        boot = {
+            "url": self.public_url,
+            "token": token,
+            "agent": True,
+            "unpickle_allow": list(
+                self.config.get("PrimeProvisioner", {}).get("unpickle_allow", [])
+            ),
+        }
+        body = {
+            "name": self.remote_kernel_name or self.kernel_name,
+            "env": {**self.env, BOOT_ENV: json.dumps(boot)},
+        }
+        try:
+            model = await self._request("POST", "/api/kernels", body, timeout=self.start_timeout)
+        except HTTPClientError as e:
+            self.tokens.revoke(pending)
+            raise KernelsUnavailable(
+                f"the kernel gateway at {self.url} could not start a {body['name']!r} kernel "
+                f"({_reason(e)})",
+                gateway=self.url,
+            ) from None
+        except BaseException:
+            self.tokens.revoke(pending)
+            raise
+        kernel_id = str(model["id"])
+        self.tokens.rename(pending, kernel_id)
+        self._kernels[kernel_id] = _Remote()
+        return kernel_id
+
+    def restartable(self, kernel_id: str) -> bool:
+        """Never: a remote kernel that died or would not stop is replaced by a new one (the
+        gateway that lost it may not know its id any more)."""
+        return False
+
+    def client(self, kernel_id: str) -> GatewayKernelClient:
+        parts = urllib.parse.urlsplit(self.url)
+        scheme = "wss" if parts.scheme == "https" else "ws"
+        url = urllib.parse.urlunsplit(
+            (
+                scheme,
+                parts.netloc,
+                parts.path.rstrip("/") + self._kernel_path(kernel_id, "channels"),
+                "",
+                "",
+            )
+        )
+        headers = {k: v for k, v in self._headers().items() if k != "Content-Type"}
+        client = GatewayKernelClient(
+            HTTPRequest(
+                url,
+                headers=headers,
+                connect_timeout=self.connect_timeout,
+                validate_cert=self.validate_cert,
+            )
+        )
+        self._kernels.setdefault(kernel_id, _Remote()).client = client
+        return client
+
+    def adopt(self, kernel_id: str) -> None:
+        """The gateway's restarter cannot be turned off from here: a kernel it restarted is
+        seen as ended (its `restarting` status), as a local kernel's death is."""
+
+    async def exit_code(self, kernel_id: str) -> int | None:
+        remote = self._kernels.get(kernel_id)
+        if remote is None:
+            return 0  # shut down
+        client = remote.client
+        if remote.ended is None and client is not None and client.connected:
+            return None
+        if remote.ended is None:
+            # Not connected yet, or the socket ended: does the gateway still have the kernel?
+            try:
+                await self._request("GET", self._kernel_path(kernel_id))
+            except KernelsUnavailable as e:
+                remote.ended = e.message
+            except HTTPClientError as e:
+                remote.ended = f"the gateway no longer has the kernel ({_reason(e)})"
+            else:  # it has: the socket closed, or the kernel died and was restarted there
+                remote.ended = client.ended if client is not None else None
+        return None if remote.ended is None else 1
+
+    def describe_exit(self, kernel_id: str, code: int | None) -> str:
+        remote = self._kernels.get(kernel_id)
+        if remote is not None and remote.ended:
+            return remote.ended
+        return describe_exit(code)
+
+    async def is_alive(self, kernel_id: str) -> bool:
+        return await self.exit_code(kernel_id) is None
+
+    async def interrupt(self, kernel_id: str) -> None:
+        await self._request("POST", self._kernel_path(kernel_id, "interrupt"), {})
+
+    async def signal(self, kernel_id: str, signum: int) -> None:
+        if signum == signal.SIGINT:
+            await self.interrupt(kernel_id)
+
+    async def restart(self, kernel_id: str) -> None:
+        remote = self._kernels.setdefault(kernel_id, _Remote())
+        if remote.client is not None:
+            remote.client.stop_channels()
+        await self._request(
+            "POST", self._kernel_path(kernel_id, "restart"), {}, timeout=self.start_timeout
+        )
+        self._kernels[kernel_id] = _Remote()
+
+    async def shutdown(self, kernel_id: str, *, now: bool = True) -> None:
+        self.tokens.revoke(kernel_id)
+        remote = self._kernels.pop(kernel_id, None)
+        if remote is not None and remote.client is not None:
+            remote.client.stop_channels()
+        with contextlib.suppress(HTTPClientError):  # 404: the gateway has let it go already
+            await self._request("DELETE", self._kernel_path(kernel_id))
+
+    def record(self, kernel_id: str) -> dict[str, Any]:
+        # No local process: nothing for recovery to stop after a crash (the gateway culls
+        # kernels left idle, see docs/gateway.md).
+        return {"pid": None, "connection_file": None}

@@ -1,0 +1,246 @@
+"""Lists of sessions: what `changed_after` and `epoch` promise, entries kept between lists that
+still follow every change (records, children, usage below, kernels, running wall time), brief
+entries, and the registry's indexes agreeing with a plain filter. An offline daemon over a real
+store; no kernels."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prime_kernel.daemon import usage as usage_mod
+from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.daemon.records import SessionRecord
+from prime_kernel.protocol.states import TERMINAL, SessionKind, SessionState
+
+_ids = itertools.count()
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    d = Daemon(root_dir=str(tmp_path))
+    d.open()
+    yield d
+    asyncio.run(d.store.close())
+
+
+def add(
+    daemon: Daemon,
+    parent: SessionRecord | None = None,
+    state: SessionState = SessionState.DONE,
+    **fields: Any,
+) -> SessionRecord:
+    sid = f"s{next(_ids)}"
+    now = time.time()
+    record = SessionRecord(
+        id=sid,
+        name=fields.pop("name", sid),
+        prompt=fields.pop("prompt", f"task {sid}"),
+        state=state,
+        kind=SessionKind.AGENT,
+        parent_id=parent.id if parent else None,
+        root_id=parent.root_id if parent else sid,
+        depth=parent.depth + 1 if parent else 0,
+        created=now,
+        started=now,
+        ended=now if state in TERMINAL else None,
+        usage=usage_mod.empty(),
+        **fields,
+    )
+    daemon.store.insert_session(record.to_row())
+    daemon.registry.add(record, daemon.store.update_session)
+    return record
+
+
+def ids(listing: dict[str, Any]) -> list[str]:
+    return [s["id"] for s in listing["sessions"]]
+
+
+def entry(daemon: Daemon, session_id: str) -> dict[str, Any]:
+    (found,) = [s for s in daemon.list_sessions()["sessions"] if s["id"] == session_id]
+    return found
+
+
+def test_changed_after_returns_what_changed_since_the_cursor(daemon: Daemon) -> None:
+    a = add(daemon)
+    b = add(daemon, state=SessionState.RUNNING)
+    c = add(daemon)
+    first = daemon.list_sessions()
+    assert ids(first) == [c.id, b.id, a.id]  # newest first
+    cursor = first["cursor"]
+    nothing = daemon.list_sessions(changed_after=cursor)
+    assert nothing["sessions"] == [] and nothing["cursor"] == cursor
+    assert nothing["epoch"] == first["epoch"]
+
+    daemon.lifecycle.change(b, SessionState.DONE)
+    changed = daemon.list_sessions(changed_after=cursor)
+    assert ids(changed) == [b.id]
+    assert changed["sessions"][0]["state"] == "DONE"
+    assert changed["cursor"] > cursor
+    d = add(daemon, parent=a)
+    # Since the first cursor: both, newest first; since the second: only the new one. A new
+    # child changes its parent's view (children, usage) too.
+    assert ids(daemon.list_sessions(changed_after=cursor)) == [d.id, b.id, a.id]
+    assert ids(daemon.list_sessions(changed_after=changed["cursor"])) == [d.id, a.id]
+    # Filters combine with it.
+    assert ids(daemon.list_sessions(changed_after=cursor, states=["DONE"])) == [d.id, b.id, a.id]
+    assert ids(daemon.list_sessions(changed_after=cursor, root_id=a.id)) == [d.id, a.id]
+    assert ids(daemon.list_sessions(changed_after=cursor, limit=1)) == [d.id]
+    # Every change after a list is in the next list asked with its cursor.
+    last = daemon.list_sessions()["cursor"]
+    c.update(answer_repr="42")
+    assert ids(daemon.list_sessions(changed_after=last)) == [c.id]
+
+
+def test_a_cursor_is_only_good_for_its_epoch(tmp_path: Path) -> None:
+    first = Daemon(root_dir=str(tmp_path))
+    first.open()
+    a = add(first)
+    a.update(answer_repr="1")
+    before = first.list_sessions()
+    asyncio.run(first.store.close())
+
+    second = Daemon(root_dir=str(tmp_path))
+    second.open()
+    try:
+        after = second.list_sessions()
+        # A new run: a new epoch, and cursors count again from its start. A client holding a
+        # cursor of another epoch must list everything again.
+        assert after["epoch"] != before["epoch"]
+        assert after["cursor"] < before["cursor"]
+        assert ids(after) == [a.id]
+        assert second.list_sessions(changed_after=after["cursor"])["sessions"] == []
+    finally:
+        asyncio.run(second.store.close())
+
+
+def test_kept_entries_follow_every_change(daemon: Daemon) -> None:
+    root = add(daemon)
+    child = add(daemon, parent=root)
+    assert entry(daemon, root.id)["children"] == [child.id]
+    assert entry(daemon, root.id)["usage"]["subtree"]["model_calls"] == 0
+
+    # Usage below a session changes its subtree's usage.
+    daemon.accounting.add(child, model_calls=2, total_tokens=30, cost=0.5)
+    usage = entry(daemon, root.id)["usage"]
+    assert usage["own"]["model_calls"] == 0
+    assert usage["subtree"]["model_calls"] == 2 and usage["subtree"]["cost"] == 0.5
+    assert entry(daemon, child.id)["usage"]["own"]["total_tokens"] == 30
+
+    # A new, running grandchild: listed, in its parent's children, its wall time running and
+    # counted in every subtree above it.
+    grandchild = add(daemon, parent=child, state=SessionState.RUNNING)
+    assert entry(daemon, child.id)["children"] == [grandchild.id]
+    walls = [entry(daemon, s)["usage"]["subtree"]["wall_time"] for s in (grandchild.id, root.id)]
+    time.sleep(0.05)
+    later = [entry(daemon, s)["usage"]["subtree"]["wall_time"] for s in (grandchild.id, root.id)]
+    assert all(b > a for a, b in zip(walls, later, strict=True))
+    daemon.lifecycle.change(grandchild, SessionState.DONE)
+    ended = entry(daemon, root.id)["usage"]["subtree"]["wall_time"]
+    time.sleep(0.02)
+    assert entry(daemon, root.id)["usage"]["subtree"]["wall_time"] == ended
+
+    # A kernel coming and going shows, though the record does not change.
+    live = daemon.new_live(root)
+    live.runner = object()  # type: ignore[assignment]
+    assert entry(daemon, root.id)["kernel_alive"] is True
+    live.runner = None
+    assert entry(daemon, root.id)["kernel_alive"] is False
+
+    # Kept or made afresh, an entry is the record's own view (nothing here is long).
+    for record in (root, child, grandchild):
+        assert entry(daemon, record.id) == json.loads(json.dumps(daemon.session_json(record.id)))
+
+
+def test_list_entries_are_brief(daemon: Daemon) -> None:
+    long = "word " * 400
+    record = add(
+        daemon,
+        prompt=long,
+        name="n" * 500,  # a record stored before names had a limit
+        answer_repr="a" * 4000,
+        error="e" * 3000,
+        options={"spec": "reviewer", "instructions": long},
+    )
+    listed = entry(daemon, record.id)
+    assert listed["prompt"] == long[:500] + "…"
+    assert listed["name"] == "n" * daemon.max_name_chars + "…"
+    assert listed["answer_repr"] == "a" * 500 + "…"
+    assert listed["error"] == "e" * 500 + "…"
+    assert listed["options"] == {"spec": "reviewer"}
+    whole = daemon.session_json(record.id)
+    assert whole["prompt"] == long and whole["options"]["instructions"] == long
+    assert whole["answer_repr"] == "a" * 4000 and whole["error"] == "e" * 3000
+
+
+def test_indexes_agree_with_a_plain_filter(daemon: Daemon) -> None:
+    rng = random.Random(14)
+    records: list[SessionRecord] = []
+    cursors = [0]
+    for _ in range(300):
+        roll = rng.random()
+        if roll < 0.4 or not records:
+            parent = rng.choice(records) if records and rng.random() < 0.6 else None
+            if parent is not None and parent.depth >= 3:
+                parent = None
+            records.append(add(daemon, parent=parent, state=SessionState.ADMITTED))
+        elif roll < 0.8:
+            record = rng.choice(records)
+            nexts = [s for s in SessionState if s in _NEXT.get(record.state, ())]
+            if nexts:
+                daemon.lifecycle.change(record, rng.choice(nexts))
+        else:
+            rng.choice(records).update(answer_repr=str(rng.random()))
+        if rng.random() < 0.1:
+            cursors.append(daemon.registry.version)
+
+    registry = daemon.registry
+    order = {r.id: i for i, r in enumerate(records)}
+
+    def plain(**f: Any) -> list[str]:
+        out = [
+            r
+            for r in records
+            if (f.get("states") is None or r.state.value in f["states"])
+            and (f.get("root_id") is None or r.root_id == f["root_id"])
+            and (f.get("parent_id") is None or r.parent_id == f["parent_id"])
+            and (f.get("changed_after") is None or registry.changed_at(r.id) > f["changed_after"])
+        ]
+        out.sort(key=lambda r: order[r.id], reverse=True)
+        return [r.id for r in out][: f.get("limit")]
+
+    roots = [r.id for r in records if r.parent_id is None][:5]
+    for states, root_id, parent_id, changed_after, limit in itertools.product(
+        [None, ["RUNNING"], ["DONE", "FAILED", "CANCELLED"]],
+        [None, *roots[:2]],
+        [None, roots[0]],
+        [None, *cursors[-3:]],
+        [None, 7],
+    ):
+        f = {
+            "states": states,
+            "root_id": root_id,
+            "parent_id": parent_id,
+            "changed_after": changed_after,
+            "limit": limit,
+        }
+        assert [r.id for r in registry.select(**f)] == plain(**f), f
+    for record in records:
+        open_below = any(not r.terminal for r in [record, *registry.descendants(record.id)])
+        assert registry.settled(record.id) is not open_below
+
+
+_NEXT = {
+    SessionState.ADMITTED: {SessionState.RUNNING, SessionState.CANCELLED},
+    SessionState.RUNNING: {SessionState.IDLE, SessionState.DONE, SessionState.FAILED},
+    SessionState.IDLE: {SessionState.RUNNING, SessionState.INACTIVE, SessionState.DONE},
+    SessionState.INACTIVE: {SessionState.RUNNING, SessionState.CANCELLED},
+}

@@ -1,0 +1,167 @@
+"""Agent kernels on a real Jupyter Kernel Gateway (c.Daemon.gateway_url): they run there, call
+the daemon back over HTTP with their session's token, are interrupted, cancelled and lost."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.daemon.gateway import GatewayLauncher
+from tests.conftest import events, wait_for
+from tests.gateway.server import Gateway, free_port
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def state_of(daemon: Daemon, sid: str, *states: str, timeout: float = 90) -> dict[str, Any]:
+    await wait_for(lambda: daemon.session_json(sid)["state"] in states, timeout)
+    return daemon.session_json(sid)
+
+
+async def cell_started(daemon: Daemon, sid: str, n: int = 1) -> None:
+    """Until the session's n-th cell was sent (and a moment for it to be running)."""
+
+    async def sent() -> bool:
+        return len(await events(daemon, sid, "assistant")) >= n
+
+    await wait_for(sent)
+    await asyncio.sleep(1.0)
+
+
+async def test_agent_and_child_kernels_run_on_the_gateway(daemon, gateway, script, monkeypatch):
+    assert isinstance(daemon.launcher, GatewayLauncher)
+    minted: list[str] = []
+    mint = daemon.tokens.mint
+    monkeypatch.setattr(
+        daemon.tokens, "mint", lambda *a, **k: minted.append(mint(*a, **k)) or minted[-1]
+    )
+    # The child reports where it runs: its parent process is the gateway, its boot document
+    # is out of its environment, and llm() reaches the daemon over public_url.
+    child = script(
+        [
+            {
+                "code": "import os\n"
+                "answer([os.environ.get('JPY_PARENT_PID'), "
+                "os.environ.get('KERNEL_PRIME_BOOT'), llm('ping', model='scripted/echo')])"
+            }
+        ]
+    )
+    root = script([{"code": f"h = rlm('child task', model={child!r})\nanswer(h.result())"}])
+    sid = (await daemon.create_session("parent task", model=root))["id"]
+    record = await state_of(daemon, sid, "DONE", "FAILED")
+    assert record["state"] == "DONE", record
+    assert record["answer_repr"] == repr([str(gateway.process.pid), None, "echo"])
+    child_record = daemon.registry.descendants(sid)[0]
+    assert child_record.state.value == "DONE"
+    # The tokens minted for kernels (the child's, the pool's next) are in no record, nor in
+    # the gateway's log.
+    assert minted
+    recorded = str([await daemon.events(s) for s in (sid, child_record.id)])
+    logged = (gateway.home / "gateway.log").read_text()
+    for token in minted:
+        assert token not in recorded
+        assert token not in logged
+
+
+async def test_the_kernel_is_the_gateways_and_interrupt_and_cancel_go_through_it(
+    daemon, gateway, script
+):
+    sleep = "import time\ntime.sleep(120)"
+    model = script([{"code": sleep}, {"code": sleep}, {"text": "never"}])
+    sid = (await daemon.create_session("sleep twice", model=model))["id"]
+    await cell_started(daemon, sid)
+    kernel_id = daemon.session_json(sid)["kernel_id"]
+    assert kernel_id in await asyncio.to_thread(gateway.kernel_ids)
+    assert kernel_id not in (daemon.kernel_manager or {})
+
+    await daemon.interrupt(sid)  # POST /api/kernels/{id}/interrupt on the gateway
+
+    async def interrupted() -> bool:
+        cells = await events(daemon, sid, "cell")
+        return bool(cells) and "KeyboardInterrupt" in str(cells[0]["data"]["outputs"])
+
+    await wait_for(interrupted)
+    await cell_started(daemon, sid, 2)
+    await daemon.cancel(sid)
+    record = await state_of(daemon, sid, "CANCELLED")
+    cells = await events(daemon, sid, "cell")
+    assert [c["data"]["status"] for c in cells] == ["error", "cancelled"], record
+    # Released: shut down on the gateway.
+    await wait_for(lambda: asyncio.to_thread(lambda: kernel_id not in gateway.kernel_ids()))
+
+
+async def test_a_gateway_killed_mid_cell_leaves_the_session_resumable(
+    daemon, gateway: Gateway, script
+):
+    model = script(
+        [
+            {"code": "import time\ntime.sleep(120)"},
+            {"code": "answer('resumed')"},
+        ]
+    )
+    sid = (await daemon.create_session("long cell", model=model))["id"]
+    await cell_started(daemon, sid)
+    await asyncio.to_thread(gateway.kill)
+    record = await state_of(daemon, sid, "INACTIVE", "FAILED", "DONE")
+    assert record["state"] == "INACTIVE", record
+    [cell] = await events(daemon, sid, "cell")
+    assert cell["data"]["status"] == "died"
+    assert "gateway" in cell["data"]["exit"]  # why, in the cell
+    reason = (await events(daemon, sid, "state"))[-1]["data"]["reason"]
+    assert f"the kernel gateway at {gateway.url} is unreachable" in reason
+    assert f"prime-agent resume {sid}" in reason
+
+    await asyncio.to_thread(gateway.start)
+    daemon.resume(sid)
+    record = await state_of(daemon, sid, "DONE", "FAILED")
+    states = [e["data"] for e in await events(daemon, sid, "state")]
+    assert record["state"] == "DONE", states
+    assert record["answer_repr"] == repr("resumed")
+    [resume] = await events(daemon, sid, "resume")
+    assert resume["data"]["in_flight"] == "import time\ntime.sleep(120)"
+    assert "kernel was lost" in resume["data"]["reason"]
+
+
+class TestGatewayDown:
+    @pytest.fixture
+    def gateway_url(self) -> str:
+        return f"http://127.0.0.1:{free_port()}"
+
+    async def test_a_session_fails_with_the_reason(self, daemon, script):
+        sid = (await daemon.create_session("task", model=script([{"code": "answer(1)"}])))["id"]
+        record = await state_of(daemon, sid, "FAILED", "DONE")
+        assert record["state"] == "FAILED"
+        assert "the kernel gateway at http://127.0.0.1:" in record["error"]
+        assert "is unreachable" in record["error"]
+
+
+class TestWrongToken:
+    @pytest.fixture
+    def gateway_token(self) -> str:
+        return "not-the-gateway-token"
+
+    async def test_a_session_fails_with_the_reason(self, daemon, gateway, script):
+        sid = (await daemon.create_session("task", model=script([{"code": "answer(1)"}])))["id"]
+        record = await state_of(daemon, sid, "FAILED", "DONE")
+        assert record["state"] == "FAILED"
+        assert "refused our credentials (HTTP 401)" in record["error"]
+        assert "not-the-gateway-token" not in str(await daemon.events(sid))
+        assert await asyncio.to_thread(gateway.kernels) == []
+
+
+class TestUnreachablePublicURL:
+    @pytest.fixture
+    def public_url(self) -> str:
+        return f"http://127.0.0.1:{free_port()}/"
+
+    async def test_the_first_call_fails_the_session_with_the_reason(
+        self, daemon, public_url, script
+    ):
+        sid = (await daemon.create_session("task", model=script([{"code": "answer(1)"}])))["id"]
+        record = await state_of(daemon, sid, "FAILED", "DONE")
+        assert record["state"] == "FAILED"
+        assert f"cannot reach the Prime daemon at {public_url}" in record["error"]
+        assert "c.Daemon.public_url" in record["error"]
