@@ -311,6 +311,7 @@ export const ERROR_STATUS: Readonly<Record<string, number>> = {
   "front_matter": 400,
   "invalid_entry": 400,
   "invalid_request": 400,
+  "kernels_unavailable": 503,
   "limit_exceeded": 429,
   "mailbox_full": 429,
   "model_error": 400,
@@ -324,7 +325,7 @@ export const ERROR_STATUS: Readonly<Record<string, number>> = {
   "unsafe_pickle": 400
 };
 
-export type ErrorCode = "bad_request" | "budget_exceeded" | "cancelled" | "child_budget_exceeded" | "conflict" | "depth_exceeded" | "export_failed" | "failed" | "forbidden" | "front_matter" | "invalid_entry" | "invalid_request" | "limit_exceeded" | "mailbox_full" | "model_error" | "not_connected" | "not_found" | "rate_limited" | "too_large" | "unauthorized" | "unavailable" | "unreachable" | "unsafe_pickle";
+export type ErrorCode = "bad_request" | "budget_exceeded" | "cancelled" | "child_budget_exceeded" | "conflict" | "depth_exceeded" | "export_failed" | "failed" | "forbidden" | "front_matter" | "invalid_entry" | "invalid_request" | "kernels_unavailable" | "limit_exceeded" | "mailbox_full" | "model_error" | "not_connected" | "not_found" | "rate_limited" | "too_large" | "unauthorized" | "unavailable" | "unreachable" | "unsafe_pickle";
 
 export type HarnessKind = "note" | "memory" | "skill" | "spec";
 

@@ -41,6 +41,7 @@ from ..protocol.errors import (
     Conflict,
     DepthExceeded,
     Forbidden,
+    KernelsUnavailable,
     LimitExceeded,
     NotFound,
     PrimeError,
@@ -60,7 +61,7 @@ from .events import EventLog, Listener
 from .gateway import GatewayLauncher
 from .goals import Goals
 from .kernels import CellResult, KernelPool, KernelRunner
-from .launcher import KernelLauncher, KernelsUnavailable, LocalLauncher
+from .launcher import KernelLauncher, LocalLauncher
 from .lifecycle import Lifecycle
 from .listing import Listing
 from .loop import AgentLoop, TurnLimitReached

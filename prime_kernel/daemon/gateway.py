@@ -39,8 +39,9 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 from traitlets import Bool, Dict, Float, Instance, Unicode, default
 
+from ..protocol.errors import KernelsUnavailable
 from ..protocol.wire import BOOT_ENV
-from .launcher import KernelLauncher, KernelsUnavailable, describe_exit
+from .launcher import KernelLauncher, describe_exit
 from .tokens import TokenRegistry
 
 log = logging.getLogger(__name__)

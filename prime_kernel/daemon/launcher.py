@@ -31,13 +31,7 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import Bool, Float, Instance, Unicode, default
 from traitlets.config import LoggingConfigurable
 
-from ..protocol.errors import Unavailable
 from .forkserver import ForkedProcess, ForkServer
-
-
-class KernelsUnavailable(Unavailable):
-    """The launcher cannot start or reach kernels now (a gateway that is down or refuses
-    us); a session that loses its kernel to it can run again once it is back."""
 
 
 class KernelClient(Protocol):

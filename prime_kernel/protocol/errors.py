@@ -123,6 +123,14 @@ class Unavailable(PrimeError):
     description = "the daemon cannot take this now (starting, stopping, or its store is failing)"
 
 
+class KernelsUnavailable(Unavailable):
+    code = "kernels_unavailable"
+    description = (
+        "agent kernels cannot be started or reached now (a kernel gateway that is down or "
+        "refuses the daemon); a session that lost its kernel to it can run again once it is back"
+    )
+
+
 class UnsafePickle(PrimeError, ValueError):
     code = "unsafe_pickle"
     description = "a value would run code when loaded; load it with trusted=True if you trust it"
