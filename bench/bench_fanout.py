@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -50,6 +49,7 @@ from prime_kernel.cli.run import make_server
 from prime_kernel.daemon.kernels import KernelRunner
 from prime_kernel.models import scripted
 from tests.gateway.server import GATEWAY_TOKEN, Gateway
+from tests.procs import descendants
 
 LAUNCHERS = ("fork", "plain", "gateway")
 
@@ -71,23 +71,6 @@ def pss_kb(pid: int) -> int | None:
     except OSError:
         return None
     return None
-
-
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def gateway_kernel_pid(gateway: Gateway, kernel_id: str) -> int | None:

@@ -18,6 +18,7 @@ import pytest
 
 from prime_kernel.daemon.tokens import TokenRegistry
 from tests.conftest import RAW_REQUEST, wait_for
+from tests.procs import descendants
 
 # Runs in the agent: what it can learn about other processes, kernels, the server and the
 # store. Leaves `found`.
@@ -282,7 +283,7 @@ async def test_no_tcp_port_for_prime_kernels(prime_mode, daemon, user_kernel, sc
 
     def pids(kernel_id: str) -> list[int]:
         pid = manager.get_kernel(kernel_id).provisioner.pid
-        return [pid, *_descendants(pid)]
+        return [pid, *descendants(pid)]
 
     # A kernel the pool is starting binds its sockets in a moment.
     await wait_for(lambda: all(_socket_inodes(pids(k)) for k in kernels), 60)
@@ -305,24 +306,6 @@ async def test_the_mode_is_reported(prime_mode, daemon, jp_fetch):
     status = json.loads((await jp_fetch("api", "prime", "status")).body)
     assert status["sandbox"]["mode"] == prime_mode
     assert status["sandbox"]["protects"] and status["sandbox"]["exposes"]
-
-
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().split(")")[-1].split()[1])
-            except OSError:
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def _socket_inodes(pids: list[int]) -> set[str]:

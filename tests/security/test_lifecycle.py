@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_for
+from tests.procs import descendants
 
 pytestmark = pytest.mark.parametrize("prime_mode", ["bwrap"], indirect=True)
 
@@ -72,7 +73,7 @@ async def test_shutdown_ends_every_process_of_the_sandbox(daemon):
     )
     assert out.status == "ok"
     bwrap = km.provisioner.pid
-    inside = _sandbox_pids(bwrap)
+    inside = descendants(bwrap)
     assert len(inside) >= 3  # init, kernel, sleep
     await daemon.pool.discard(runner)  # shutdown_kernel(now=True)
     await wait_for(lambda: not any(alive(p) for p in [bwrap, *inside]), 10)
@@ -101,31 +102,12 @@ async def test_killing_bwrap_from_outside_ends_the_sandbox(daemon):
     runner, km = await agent_kernel(daemon)
     try:
         bwrap = km.provisioner.pid
-        inside = _sandbox_pids(bwrap)
+        inside = descendants(bwrap)
         os.kill(bwrap, signal.SIGKILL)
         await wait_for(lambda: not any(alive(p) for p in [bwrap, *inside]), 10)
         assert not await km.is_alive()
     finally:
         await daemon.pool.discard(runner)
-
-
-def _sandbox_pids(bwrap: int) -> list[int]:
-    """The processes below `bwrap`, seen from the host."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().split(")")[-1].split()[1])
-            except OSError:
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [bwrap]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 async def test_output_of_forked_subprocesses_still_arrives(daemon):

@@ -17,6 +17,7 @@ from traitlets.config import Config
 from prime_kernel.daemon.forkserver import LOST, ForkedProcess
 from prime_kernel.daemon.sandbox import Sandbox
 from tests.conftest import wait_for
+from tests.procs import processes
 
 
 @pytest.fixture(params=["bwrap", "none"])
@@ -41,20 +42,6 @@ def jp_server_config(prime_config: dict[str, Any], sandbox_mode: str, fork: bool
             "LocalLauncher": {"fork": fork},
         }
     )
-
-
-def processes() -> dict[int, tuple[int, bytes]]:
-    """pid -> (parent pid, command line) of every process."""
-    out = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            out[int(entry)] = (int(stat.rsplit(")", 1)[1].split()[1]), cmdline)
-    return out
 
 
 def kernel_pid(km: Any) -> int:
