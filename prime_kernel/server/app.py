@@ -16,7 +16,17 @@ from ..models.router import import_litellm
 from ..protocol.records import NOTIFICATION, SESSION_EVENT_SCHEMA_ID
 from ..protocol.wire import API
 from ..util.redact import config_secrets
-from . import collector, exports, goals, harness, messages, schedules, sessions, status
+from . import (
+    collector,
+    exports,
+    goals,
+    harness,
+    kernel_manager,
+    messages,
+    schedules,
+    sessions,
+    status,
+)
 from .base import NoRouteHandler
 from .kernel_socket import KernelSocket
 
@@ -54,6 +64,7 @@ class PrimeApp(ExtensionApp):
         # litellm takes seconds to import: start now, in a thread, so the first rlm() after a
         # start does not wait for it (the daemon awaits the same import when it starts).
         threading.Thread(target=import_litellm, name="import-litellm", daemon=True).start()
+        kernel_manager.use_for(serverapp.kernel_manager)
         self.daemon = self.daemon_class(
             parent=self,
             root_dir=serverapp.root_dir,
