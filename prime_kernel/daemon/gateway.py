@@ -73,7 +73,15 @@ class GatewayKernelClient:
     def connected(self) -> bool:
         return self._ws is not None and self.ended is None
 
-    def start_channels(self, hb: bool = False) -> None:
+    def start_channels(
+        self,
+        shell: bool = True,
+        iopub: bool = True,
+        stdin: bool = False,
+        hb: bool = False,
+        control: bool = False,
+    ) -> None:
+        # One websocket carries every channel: nothing to choose.
         self._task = asyncio.create_task(self._run(), name="gateway-channels")
 
     def stop_channels(self) -> None:

@@ -185,9 +185,11 @@ class KernelRunner:
     async def start(self, timeout: float = 60) -> None:
         self.launcher.adopt(self.kernel_id)
         await asyncio.wait_for(self.launcher.started(self.kernel_id), timeout)
-        # No heartbeat channel: the kernel's process is watched instead, and the heartbeat
-        # poller blocks the event loop for seconds at a time.
-        self.client.start_channels(hb=False)
+        # Shell and IOPub only. No heartbeat: the kernel's process is watched instead, and
+        # the heartbeat poller blocks the event loop for seconds at a time. No stdin (cells
+        # run with allow_stdin=False) and no control (interrupts and shutdowns go through
+        # the launcher): two sockets fewer to open and close for every kernel of a fan-out.
+        self.client.start_channels(hb=False, stdin=False, control=False)
         await self._wait_ready(timeout)
         self._pump = asyncio.create_task(self._pump_iopub(), name=f"iopub-{self.kernel_id}")
 

@@ -41,7 +41,14 @@ class KernelClient(Protocol):
     @property
     def session(self) -> Any: ...
 
-    def start_channels(self, hb: bool = ...) -> None: ...
+    def start_channels(
+        self,
+        shell: bool = ...,
+        iopub: bool = ...,
+        stdin: bool = ...,
+        hb: bool = ...,
+        control: bool = ...,
+    ) -> None: ...
 
     def stop_channels(self) -> None: ...
 
