@@ -106,6 +106,12 @@ class Daemon(LoggingConfigurable):
     max_depth = Int(3, config=True, help="Deepest rlm() nesting allowed (a root is depth 0).")
     max_concurrent = Int(4, config=True, help="Sessions taking turns at once; the rest queue.")
     pool_size = Int(2, config=True, help="Warm kernels kept ready for new sessions (0 = none).")
+    kernels_ahead = Int(
+        4,
+        config=True,
+        help="Kernels started ahead, beyond pool_size, for sessions waiting for a slot (a "
+        "fan-out's queued children), so that each finds one ready when its turn comes.",
+    )
     max_turns = Int(20, config=True, help="Default limit of model turns per session.")
     cell_timeout = Float(
         600.0, config=True, help="Seconds a cell may run before it is interrupted."
@@ -402,7 +408,14 @@ class Daemon(LoggingConfigurable):
         root = str(Path(self.root_dir).resolve())
         self.launcher = self._make_launcher()
         await self.launcher.start()
-        self.pool = KernelPool(self.launcher, self.pool_size, lambda: {"cwd": root})
+        self.pool = KernelPool(
+            self.launcher,
+            self.pool_size,
+            lambda: {"cwd": root},
+            demand=lambda: self.scheduler.waiting,
+            max_ahead=self.kernels_ahead,
+        )
+        self.scheduler.on_wait = self.pool.fill
         self.pool.runner_kwargs = {
             "max_output_bytes": self.max_cell_output_bytes,
             "poll_interval": self.kernel_poll_interval,
@@ -751,8 +764,7 @@ class Daemon(LoggingConfigurable):
                 await self.autonomy.run(live, loop)
             else:
                 await loop.run(live.record.options.get("max_turns"))
-            # A session a schedule still ticks to waits for its heartbeat, as a persistent one.
-            if live.record.options.get("persistent") or self.schedules.keeps_alive(live.id):
+            if self._waits_after_answer(live):
                 self.lifecycle.change(live.record, SessionState.IDLE)
             elif live.answered:
                 self.lifecycle.change(live.record, SessionState.DONE)
@@ -1115,10 +1127,21 @@ class Daemon(LoggingConfigurable):
         for kind, data in held:
             self.emit(live, kind, data)
 
+    def _waits_after_answer(self, live: LiveSession) -> bool:
+        """Whether the session waits IDLE for more once its run ends (a persistent one, or one
+        a schedule still ticks to: its heartbeat) instead of ending."""
+        return bool(live.record.options.get("persistent")) or self.schedules.keeps_alive(live.id)
+
     def _snapshot_due(self, live: LiveSession) -> bool:
         """Whether to snapshot at this turn boundary: while snapshots stay a small share of the
         session's time (`snapshot_overhead`)."""
         if self.snapshot_overhead <= 0 or not live.record.started:
+            return False
+        if live.answered and not (
+            live.record.options.get("autonomous") or self._waits_after_answer(live)
+        ):
+            # Its REPL will never be resumed: the turn ends the session (a fan-out's children
+            # answer at their first cell, where a snapshot would have doubled their time).
             return False
         since = time.time() - (live.last_snapshot or live.record.started)
         return live.snapshot_cost <= self.snapshot_overhead * since

@@ -410,12 +410,21 @@ class KernelPool:
         launcher: KernelLauncher,
         size: int,
         start_kwargs: Callable[[], dict[str, Any]] | None = None,
+        *,
+        demand: Callable[[], int] | None = None,
+        max_ahead: int = 0,
     ) -> None:
         self.launcher = launcher
         self.size = size
         self.start_kwargs = start_kwargs or dict
+        # Sessions that will want a kernel soon (waiting for a slot): up to `max_ahead` more
+        # kernels are started for them, beyond `size`, so that a fan-out's children find a
+        # kernel ready when their turn comes instead of starting one then.
+        self.demand = demand or (lambda: 0)
+        self.max_ahead = max_ahead
         self._ready: asyncio.Queue[KernelRunner] = asyncio.Queue()
         self._starting = 0
+        self._ended = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
         self.runner_kwargs: dict[str, Any] = {}
@@ -436,8 +445,20 @@ class KernelPool:
             raise
         return runner
 
+    @property
+    def ready(self) -> int:
+        """Kernels started and waiting for a session."""
+        return self._ready.qsize()
+
+    @property
+    def target(self) -> int:
+        """How many kernels the pool holds or starts now."""
+        return self.size + min(max(self.demand(), 0), self.max_ahead)
+
     def fill(self) -> None:
-        missing = self.size - self._ready.qsize() - self._starting
+        if self._closed:
+            return
+        missing = self.target - self._ready.qsize() - self._starting
         for _ in range(max(missing, 0)):
             self._starting += 1
             task = asyncio.create_task(self._add_one())
@@ -455,25 +476,43 @@ class KernelPool:
             return
         finally:
             self._starting -= 1
+            self._one_ended()
         if self._closed:
             await self.discard(runner)
         else:
             self._ready.put_nowait(runner)
 
+    def _one_ended(self) -> None:
+        """Wake the sessions waiting for a pooled start to end (see `acquire`)."""
+        ended, self._ended = self._ended, asyncio.Event()
+        ended.set()
+
     async def acquire(self) -> KernelRunner:
-        """A ready kernel: from the pool if one is waiting, else a fresh start."""
-        while not self._ready.empty():
-            runner = self._ready.get_nowait()
-            try:
-                alive = await self.launcher.is_alive(runner.kernel_id)
-            except asyncio.CancelledError:
-                self._ready.put_nowait(runner)  # still a good kernel for the next session
-                raise
-            if alive:
-                self.fill()
-                return runner
-            await self.discard(runner)
-        self.fill()
+        """A ready kernel: from the pool if one is waiting; else the next of the pool's starts
+        in progress to end (a fan-out's kernels started ahead), so that a session neither
+        starts one more kernel than needed nor is overtaken by later ones; else a fresh
+        start (also when that pooled start failed or went to another session)."""
+        waited = False
+        while True:
+            while not self._ready.empty():
+                runner = self._ready.get_nowait()
+                try:
+                    alive = await self.launcher.is_alive(runner.kernel_id)
+                except asyncio.CancelledError:
+                    self._ready.put_nowait(runner)  # still a good kernel for the next session
+                    raise
+                if alive:
+                    self._trim()
+                    self.fill()
+                    return runner
+                await self.discard(runner)
+            self.fill()
+            if waited or not self._starting:
+                break
+            waited = True
+            # Woken when one of them ended; a kernel it started is in the queue by then
+            # (put there in the same step as the wake-up).
+            await self._ended.wait()
         try:
             return await self._start_for_caller()
         except RuntimeError as e:
@@ -494,6 +533,14 @@ class KernelPool:
         except asyncio.CancelledError:
             task.add_done_callback(self._discard_unclaimed)
             raise
+
+    def _trim(self) -> None:
+        """Shut down ready kernels beyond the target (started for sessions that then did not
+        need one: cancelled while they waited)."""
+        while self._ready.qsize() > self.target:
+            reap = asyncio.ensure_future(self.discard(self._ready.get_nowait()))
+            self._tasks.add(reap)
+            reap.add_done_callback(self._tasks.discard)
 
     def _discard_unclaimed(self, task: asyncio.Future[KernelRunner]) -> None:
         if task.cancelled() or task.exception() is not None:

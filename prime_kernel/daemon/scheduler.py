@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 
 
 class Scheduler:
@@ -20,6 +21,9 @@ class Scheduler:
         # session -> how many of its waits are in progress (a kernel may wait in several threads)
         self._suspended: dict[str, int] = {}
         self._queue: deque[tuple[str, asyncio.Future[None]]] = deque()
+        # Told whenever a session starts to wait for a slot (the kernel pool starts kernels
+        # for waiting sessions, so that a freed slot finds one ready).
+        self.on_wait: Callable[[], None] | None = None
 
     @property
     def running(self) -> int:
@@ -29,12 +33,18 @@ class Scheduler:
     def queued(self) -> list[str]:
         return [sid for sid, _ in self._queue]
 
+    @property
+    def waiting(self) -> int:
+        return len(self._queue)
+
     async def acquire(self, session_id: str) -> None:
         if len(self._holders) < self.limit and not self._queue:
             self._holders.add(session_id)
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.append((session_id, fut))
+        if self.on_wait is not None:
+            self.on_wait()
         try:
             await fut
         except asyncio.CancelledError:
