@@ -11,7 +11,8 @@ One run measures, on this machine and at this load (printed with each phase):
   command; "gateway": `c.Daemon.gateway_url`, every kernel started by a real
   `jupyter-kernel-gateway` on loopback with this checkout's Prime kernelspec, from its command
   and unsandboxed, as tests/gateway/ run it), each in a real server of its own (the
-  `prime-agent run` code path, default settings: pool of 2, 4 sessions at once):
+  `prime-agent run` code path, default settings: pool of 2, 4 sessions at once, 4
+  kernels started ahead for queued sessions):
   - child kernel ready with the pool exhausted: `KernelPool.start_kernel()` (launch + the
     kernel answering), p50 and p95; and `rlm()` -> the child RUNNING, seen from the calling
     cell, with pool size 0;
