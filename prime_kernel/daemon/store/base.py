@@ -107,7 +107,8 @@ class Store(abc.ABC):
 
     # -- kernels (so a restarted daemon can find and stop what a dead one left running) --------
     @abc.abstractmethod
-    def record_kernel(self, kernel_id: str, fields: dict[str, Any]) -> None: ...
+    def record_kernel(self, kernel_id: str, fields: dict[str, Any]) -> None:
+        """Set `fields` of the kernel's record (made on the first call); others stay."""
 
     @abc.abstractmethod
     def forget_kernel(self, kernel_id: str) -> None: ...

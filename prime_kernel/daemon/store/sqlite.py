@@ -31,7 +31,7 @@ from .base import Reader, Store
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # The schema of a new store. Older stores are brought here by MIGRATIONS.
 SCHEMA = """
@@ -130,6 +130,9 @@ MIGRATIONS: dict[int, str] = {
         size INTEGER NOT NULL,
         created REAL NOT NULL
     );
+    """,
+    3: """
+    ALTER TABLE kernels ADD COLUMN gateway TEXT;
     """,
 }
 
@@ -543,7 +546,13 @@ class SqliteStore(Store):
         row = {"kernel_id": kernel_id, "started": time.time(), **fields}
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        sql = f"INSERT OR REPLACE INTO kernels ({cols}) VALUES ({marks})"
+        # An upsert: a later call (the session the kernel went to) keeps what an earlier one
+        # recorded (its pid, connection file or gateway, which recovery needs).
+        update = ", ".join(f"{c} = excluded.{c}" for c in fields) or "kernel_id = kernel_id"
+        sql = (
+            f"INSERT INTO kernels ({cols}) VALUES ({marks}) "
+            f"ON CONFLICT(kernel_id) DO UPDATE SET {update}"
+        )
         self._write(lambda db: db.execute(sql, list(row.values())))
 
     def forget_kernel(self, kernel_id: str) -> None:
