@@ -403,11 +403,11 @@ class Daemon(LoggingConfigurable):
         _current = self
         if self.kernel_manager is None:
             self.kernel_manager = AsyncMultiKernelManager()
-        await self.recovery.reap_kernels()
         # Agents work in the root (their relative paths, exports included, land there).
         root = str(Path(self.root_dir).resolve())
         self.launcher = self._make_launcher()
         await self.launcher.start()
+        await self.recovery.reap_kernels(self.launcher)
         self.pool = KernelPool(
             self.launcher,
             self.pool_size,

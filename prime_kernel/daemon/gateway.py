@@ -429,6 +429,16 @@ class GatewayLauncher(KernelLauncher):
             await self._request("DELETE", self._kernel_path(kernel_id))
 
     def record(self, kernel_id: str) -> dict[str, Any]:
-        # No local process: nothing for recovery to stop after a crash (the gateway culls
-        # kernels left idle, see docs/gateway.md).
-        return {"pid": None, "connection_file": None}
+        # No local process: after a crash, the next daemon asks the gateway to shut it down.
+        return {"pid": None, "connection_file": None, "gateway": self.url}
+
+    async def stop_leftover(self, record: dict[str, Any]) -> bool | None:
+        if record.get("gateway") != self.url:
+            return None  # another gateway's (the configuration changed since)
+        try:
+            await self._request("DELETE", self._kernel_path(str(record["kernel_id"])))
+        except HTTPClientError as e:
+            return e.code == 404  # gone already (culled, or the gateway restarted)
+        except KernelsUnavailable:  # down, or refusing us: try again at the next start
+            return False
+        return True

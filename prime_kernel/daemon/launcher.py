@@ -184,6 +184,13 @@ class KernelLauncher(LoggingConfigurable):
             "connection_file": km.connection_file,
         }
 
+    async def stop_leftover(self, record: dict[str, Any]) -> bool | None:
+        """Stop a kernel a previous daemon left elsewhere than on this host (its `record`,
+        with the `gateway` it ran on): True once it is gone, False if it could not be
+        reached now (its record is kept for the next start), None if this launcher does not
+        know where it runs. Kernels of this host are stopped by their pid (daemon/recovery.py)."""
+        return None
+
 
 class LocalLauncher(KernelLauncher):
     """Kernels of the server's kernel manager, forked from a template where that works (see

@@ -5,7 +5,8 @@ A clean stop (`suspend_all`) stops every run where it is, snapshots the REPLs it
 nothing is marked failed. A crash leaves the same records, minus the snapshots.
 
 On start, `reap_kernels` stops kernels a dead daemon left running (each kernel's pid and
-connection file are in the store), and `resume` takes every unfinished session back:
+connection file are in the store; for a kernel on a gateway, the gateway's URL: it is asked to
+shut it down), and `resume` takes every unfinished session back:
 
 - ADMITTED: queued again;
 - RUNNING: resumes at its last recorded turn. Its conversation comes back from the store; the
@@ -39,6 +40,7 @@ from .session import LiveSession
 
 if TYPE_CHECKING:
     from .daemon import Daemon
+    from .launcher import KernelLauncher
 
 RESTARTED = (
     "The daemon that ran this session stopped (a restart or a crash) and a new one took it up."
@@ -81,10 +83,30 @@ class Recovery:
         )
 
     # -- starting -----------------------------------------------------------------------------
-    async def reap_kernels(self) -> None:
-        """Stop the kernels a previous daemon started and did not shut down."""
+    async def reap_kernels(self, launcher: KernelLauncher) -> None:
+        """Stop the kernels a previous daemon started and did not shut down: processes of this
+        host by their pid, kernels on a gateway through `launcher` (a gateway that cannot be
+        reached now keeps its records for the next start)."""
         store = self.daemon.store
         for row in await store.kernels():
+            if row.get("gateway"):
+                stopped = await launcher.stop_leftover(row)
+                if stopped:
+                    self.daemon.log.warning(
+                        "stopped kernel %s left on %s by a previous daemon",
+                        row["kernel_id"],
+                        row["gateway"],
+                    )
+                    store.forget_kernel(row["kernel_id"])
+                elif stopped is None:
+                    self.daemon.log.warning(
+                        "kernel %s may still run on %s, which this server no longer uses "
+                        "(c.Daemon.gateway_url); shut it down there",
+                        row["kernel_id"],
+                        row["gateway"],
+                    )
+                    store.forget_kernel(row["kernel_id"])
+                continue
             pid, connection_file = row.get("pid"), row.get("connection_file")
             if pid and connection_file and _runs(pid, connection_file):
                 self.daemon.log.warning(

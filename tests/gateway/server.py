@@ -4,6 +4,7 @@ bench/bench_fanout.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -102,6 +104,15 @@ class Gateway:
 
     def kernel_ids(self) -> set[str]:
         return {k["id"] for k in self.kernels()}
+
+    def shutdown_kernel(self, kernel_id: str) -> None:
+        request = urllib.request.Request(
+            f"{self.url}/api/kernels/{kernel_id}",
+            method="DELETE",
+            headers={"Authorization": f"token {GATEWAY_TOKEN}"},
+        )
+        with contextlib.suppress(urllib.error.HTTPError):  # 404: gone already
+            urllib.request.urlopen(request, timeout=10).close()
 
     def kill(self) -> None:
         """As a crash: SIGKILL, no shutdown of its kernels (they notice their parent is gone)."""

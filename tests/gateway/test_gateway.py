@@ -4,6 +4,7 @@ the daemon back over HTTP with their session's token, are interrupted, cancelled
 from __future__ import annotations
 
 import asyncio
+import signal
 from typing import Any
 
 import pytest
@@ -11,7 +12,8 @@ import pytest
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.daemon.gateway import GatewayLauncher
 from tests.conftest import events, wait_for
-from tests.gateway.server import Gateway, free_port
+from tests.gateway.server import GATEWAY_TOKEN, Gateway, free_port
+from tests.recovery.server import ServerProcess
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -165,3 +167,35 @@ class TestUnreachablePublicURL:
         assert record["state"] == "FAILED"
         assert f"cannot reach the Prime daemon at {public_url}" in record["error"]
         assert "c.Daemon.public_url" in record["error"]
+
+
+@pytest.mark.timeout(300)
+def test_kernels_a_crashed_server_left_on_the_gateway_are_shut_down(gateway, tmp_path):
+    """kill -9 of the server leaves its kernels on the gateway (they are the gateway's
+    processes); the next start asks the gateway to shut them down."""
+    root = tmp_path / "root"
+    root.mkdir()
+    hold = {"turns": [{"code": "import time\ntime.sleep(600)"}]}
+    server = ServerProcess(
+        root,
+        {"hold": hold, "echo": {"turns": [{"text": "echo"}]}},
+        {"gateway_url": gateway.url, "pool_size": 1, "auto_resume": False},
+        config={"GatewayLauncher": {"auth_token": GATEWAY_TOKEN}},
+    )
+    try:
+        server.start()
+        body = {"prompt": "hold", "model": "scripted/hold"}
+        sid = server.request("POST", "sessions", body)["id"]
+        server.wait(lambda: server.get(f"sessions/{sid}")["state"] == "RUNNING")
+        # The session's kernel and the pool's warm one.
+        left = server.wait(lambda: len(gateway.kernel_ids()) == 2 and gateway.kernel_ids())
+        server.stop(signal.SIGKILL)
+        assert gateway.kernel_ids() == left  # nothing shut them down
+        server.start()
+        # The new daemon shut down what the dead one left; its own warm kernel is new.
+        server.wait(lambda: not gateway.kernel_ids() & left, timeout=60)
+    finally:
+        if server.proc is not None:
+            server.stop(signal.SIGKILL)
+        for kernel_id in gateway.kernel_ids():  # what a failure left
+            gateway.shutdown_kernel(kernel_id)

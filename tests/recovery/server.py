@@ -35,6 +35,7 @@ class ServerProcess:
         daemon: dict[str, Any] | None = None,
         *,
         log: Path | None = None,
+        config: dict[str, Any] | None = None,
     ) -> None:
         self.root = root
         self.home = root.parent / f"{root.name}-home"
@@ -42,6 +43,8 @@ class ServerProcess:
         self.scripts = self.home / "scripts.json"
         self.scripts.write_text(json.dumps(scripts))
         self.daemon = {"pool_size": 1, "default_model": "scripted/echo", **(daemon or {})}
+        # More sections of the server's configuration (GatewayLauncher, say).
+        self.config = config or {}
         self.log = log or self.home / "server.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
@@ -69,6 +72,7 @@ class ServerProcess:
                     },
                     "IdentityProvider": {"token": TOKEN},
                     "Daemon": self.daemon,
+                    **self.config,
                 }
             )
         )

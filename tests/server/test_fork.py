@@ -176,7 +176,7 @@ async def test_recovery_stops_forked_kernels_a_dead_daemon_left(daemon):
         rows = {row["kernel_id"]: row for row in await daemon.store.kernels()}
         assert rows[runner.kernel_id]["pid"] == km.provisioner.pid
         pids = [km.provisioner.pid, kernel_pid(km)]
-        await daemon.recovery.reap_kernels()  # as a new daemon does on start
+        await daemon.recovery.reap_kernels(daemon.launcher)  # as a new daemon does on start
         await wait_for(lambda: not any(alive(p) for p in pids), 10)
         assert await runner.exit_code() is not None
     finally:
