@@ -105,7 +105,7 @@ async def refill_pool(daemon: Any, size: int, timeout: float = 300) -> None:
     daemon.pool.size = size
     daemon.pool.fill()
     deadline = time.monotonic() + timeout
-    while daemon.pool._ready.qsize() < size:
+    while daemon.pool.ready < size:
         if time.monotonic() > deadline:
             raise TimeoutError("the warm pool did not fill")
         await asyncio.sleep(0.05)
