@@ -88,17 +88,27 @@ class Recovery:
         host by their pid, kernels on a gateway through `launcher` (a gateway that cannot be
         reached now keeps its records for the next start)."""
         store = self.daemon.store
+        unreachable: set[str] = set()  # asked once per start, not once per kernel
         for row in await store.kernels():
             if row.get("gateway"):
+                if row["gateway"] in unreachable:
+                    continue
                 stopped = await launcher.stop_leftover(row)
-                if stopped:
+                if stopped is False:
+                    unreachable.add(row["gateway"])
+                    self.daemon.log.warning(
+                        "could not reach %s to stop the kernels a previous daemon left there; "
+                        "trying again at the next start",
+                        row["gateway"],
+                    )
+                elif stopped:
                     self.daemon.log.warning(
                         "stopped kernel %s left on %s by a previous daemon",
                         row["kernel_id"],
                         row["gateway"],
                     )
                     store.forget_kernel(row["kernel_id"])
-                elif stopped is None:
+                else:
                     self.daemon.log.warning(
                         "kernel %s may still run on %s, which this server no longer uses "
                         "(c.Daemon.gateway_url); shut it down there",

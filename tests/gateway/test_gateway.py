@@ -139,6 +139,28 @@ class TestGatewayDown:
         assert "the kernel gateway at http://127.0.0.1:" in record["error"]
         assert "is unreachable" in record["error"]
 
+    async def test_kernels_left_on_it_are_remembered_until_it_answers(self, daemon, monkeypatch):
+        store = daemon.store
+        ours, elsewhere = daemon.launcher.url, "http://gateway.example:8888"
+        store.record_kernel("left-1", {"gateway": ours})
+        store.record_kernel("left-2", {"gateway": ours})
+        store.record_kernel("other", {"gateway": elsewhere})
+        asked: list[str] = []
+        stop = daemon.launcher.stop_leftover
+
+        async def counted(record: dict[str, Any]) -> bool | None:
+            asked.append(record["kernel_id"])
+            return await stop(record)
+
+        monkeypatch.setattr(daemon.launcher, "stop_leftover", counted)
+        await daemon.recovery.reap_kernels(daemon.launcher)  # as the next start does
+        assert len([k for k in asked if k.startswith("left")]) == 1
+        await store.flush()
+        # Kept for the start after (the gateway is down), asked once, not once per kernel;
+        # another gateway's is forgotten with a warning naming it.
+        assert {r["kernel_id"] for r in await store.kernels()} >= {"left-1", "left-2"}
+        assert "other" not in {r["kernel_id"] for r in await store.kernels()}
+
 
 class TestWrongToken:
     @pytest.fixture
