@@ -17,6 +17,7 @@ import logging
 import queue
 import signal
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -424,7 +425,8 @@ class KernelPool:
         self.max_ahead = max_ahead
         self._ready: asyncio.Queue[KernelRunner] = asyncio.Queue()
         self._starting = 0
-        self._ended = asyncio.Event()
+        # Sessions waiting for one of the starts in progress, first come first served.
+        self._waiters: deque[asyncio.Future[KernelRunner | None]] = deque()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
         self.runner_kwargs: dict[str, Any] = {}
@@ -466,53 +468,67 @@ class KernelPool:
             task.add_done_callback(self._tasks.discard)
 
     async def _add_one(self) -> None:
+        runner: KernelRunner | None = None
         try:
             runner = await self.start_kernel()
         except PrimeError as e:  # a gateway down: said once per attempt, no traceback
             log.warning("could not start a pooled kernel: %s", e.message)
-            return
         except Exception:
             log.exception("could not start a pooled kernel")
-            return
         finally:
             self._starting -= 1
-            self._one_ended()
-        if self._closed:
+        if runner is not None and self._closed:
             await self.discard(runner)
-        else:
+        elif runner is not None and not self._hand_over(runner):
             self._ready.put_nowait(runner)
+        # A session waits only for a start in progress: with fewer of those than sessions
+        # waiting, the last to come start their own.
+        while len(self._waiters) > self._starting:
+            waiter = self._waiters.pop()
+            if not waiter.done():
+                waiter.set_result(None)
 
-    def _one_ended(self) -> None:
-        """Wake the sessions waiting for a pooled start to end (see `acquire`)."""
-        ended, self._ended = self._ended, asyncio.Event()
-        ended.set()
+    def _hand_over(self, runner: KernelRunner) -> bool:
+        """Give a kernel that just started to the session that has waited longest."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():  # not cancelled
+                waiter.set_result(runner)
+                return True
+        return False
 
     async def acquire(self) -> KernelRunner:
         """A ready kernel: from the pool if one is waiting; else the next of the pool's starts
-        in progress to end (a fan-out's kernels started ahead), so that a session neither
-        starts one more kernel than needed nor is overtaken by later ones; else a fresh
-        start (also when that pooled start failed or went to another session)."""
-        waited = False
-        while True:
-            while not self._ready.empty():
-                runner = self._ready.get_nowait()
-                try:
-                    alive = await self.launcher.is_alive(runner.kernel_id)
-                except asyncio.CancelledError:
-                    self._ready.put_nowait(runner)  # still a good kernel for the next session
-                    raise
-                if alive:
-                    self._trim()
-                    self.fill()
-                    return runner
-                await self.discard(runner)
-            self.fill()
-            if waited or not self._starting:
-                break
-            waited = True
-            # Woken when one of them ended; a kernel it started is in the queue by then
-            # (put there in the same step as the wake-up).
-            await self._ended.wait()
+        in progress to end (a fan-out's kernels started ahead), in the order sessions asked, so
+        that a session neither starts one more kernel than needed nor is overtaken by later
+        ones; else (no start in progress for it, or it failed) a fresh start."""
+        while not self._ready.empty():
+            runner = self._ready.get_nowait()
+            try:
+                alive = await self.launcher.is_alive(runner.kernel_id)
+            except asyncio.CancelledError:
+                self._ready.put_nowait(runner)  # still a good kernel for the next session
+                raise
+            if alive:
+                self._trim()
+                self.fill()
+                return runner
+            await self.discard(runner)
+        self.fill()
+        if self._starting > len(self._waiters):
+            waiter: asyncio.Future[KernelRunner | None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                handed = await waiter
+            except asyncio.CancelledError:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                elif not waiter.cancelled() and (kept := waiter.result()) is not None:
+                    self._ready.put_nowait(kept)  # handed over just as the session was cancelled
+                raise
+            if handed is not None:
+                self.fill()
+                return handed
         try:
             return await self._start_for_caller()
         except RuntimeError as e:
