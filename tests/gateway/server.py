@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,14 +16,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests.recovery.server import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 GATEWAY_TOKEN = "gateway-test-token"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Gateway:

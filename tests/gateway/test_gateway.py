@@ -12,8 +12,8 @@ import pytest
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.daemon.gateway import GatewayLauncher
 from tests.conftest import events, wait_for
-from tests.gateway.server import GATEWAY_TOKEN, Gateway, free_port
-from tests.recovery.server import ServerProcess
+from tests.gateway.server import GATEWAY_TOKEN, Gateway
+from tests.recovery.server import ServerProcess, free_port
 
 pytestmark = pytest.mark.timeout(120)
 
