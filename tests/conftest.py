@@ -174,9 +174,12 @@ def raw_request(method, path, body=None, token=None):
     sock = socket.socket(socket.AF_UNIX)
     sock.connect(urllib.parse.unquote(parts.netloc))
     conn.sock = sock
-    data = None if body is None else _json.dumps(body).encode()
     headers = {"X-Prime-Token": own if token is None else token}
-    headers["Content-Type"] = "application/json"
+    if isinstance(body, bytes):
+        data, headers["Content-Type"] = body, "application/octet-stream"
+    else:
+        data = None if body is None else _json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
     conn.request(method, parts.path.rstrip("/") + "/api/prime/kernel/" + path, data, headers)
     resp = conn.getresponse()
     payload = resp.read()

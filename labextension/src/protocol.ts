@@ -501,12 +501,6 @@ export interface ScheduleList {
   schedules: Array<Schedule>;
 }
 
-/** POST /api/prime/kernel/answer: answer(value) — the value was uploaded as a blob. */
-export interface Answer {
-  repr: string;
-  blob_id: string;
-}
-
 /** Keep working until a termination test (the gate) passes or the continuations run out: true for the defaults (no gate: an answer passes), or the gate and the limits of each continuation. */
 export type Autonomous = boolean | {
   /** A shell command run in the session's working folder (exit 0 passes): a string or {"shell": cmd}; or {"python": expr}, evaluated in the agent's REPL (true passes). */

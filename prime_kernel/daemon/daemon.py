@@ -41,6 +41,7 @@ from ..protocol.errors import (
     Conflict,
     DepthExceeded,
     Forbidden,
+    InvalidRequest,
     KernelsUnavailable,
     LimitExceeded,
     NotFound,
@@ -1174,9 +1175,16 @@ class Daemon(LoggingConfigurable):
                 limit=self.max_blob_bytes,
             )
 
+    async def answer(self, live: LiveSession, data: bytes, text: str) -> None:
+        """answer(value) from `live`'s kernel: `data` is the value pickled, kept as it came."""
+        _check_answering(live)
+        if not data:
+            raise InvalidRequest("answer() sends its value pickled as the body; it was empty")
+        self.check_blob_size(len(data), "the answer")
+        self.record_answer(live, await self.store.put_blob(data), text, "answer")
+
     def record_answer(self, live: LiveSession, blob: str | None, text: str, kind: str) -> None:
-        if not live.record.is_agent:
-            raise Forbidden("answer() is for agent sessions; this kernel is not running one")
+        _check_answering(live)
         live.answered = True
         text = self.scrub(text)
         live.record.update(answer_repr=text, answer_blob=blob)
@@ -1372,3 +1380,8 @@ def _short(prompt: str, chars: int, words: int = 8) -> str:
 
 def _cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: max(chars - 1, 0)] + "…"
+
+
+def _check_answering(live: LiveSession) -> None:
+    if not live.record.is_agent:
+        raise Forbidden("answer() is for agent sessions; this kernel is not running one")

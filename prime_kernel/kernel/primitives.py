@@ -324,9 +324,10 @@ def answer(value: Any) -> None:
     text = repr(value)
     if len(text) > 2000:
         text = text[:2000] + "…"
-    # The value travels as raw bytes (a blob), so the daemon never decodes it on its loop.
-    blob = client().request("POST", "blobs", raw=data, query={"what": "answer"})
-    client().request("POST", "answer", {"repr": text, "blob_id": blob["blob_id"]})
+    # One request: the value as raw bytes, which the daemon stores without decoding them,
+    # and its repr in the query (as UTF-8: a lone surrogate could not travel).
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    client().request("POST", "answer", raw=data, query={"repr": text})
 
 
 def FINAL(value: Any) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from ..protocol.errors import PrimeError
+from ..protocol.errors import InvalidRequest
 from ..protocol.wire import API, KERNEL_API, MAX_WAIT, SESSION_ID
 from .base import KernelHandler, UserHandler
 
@@ -135,7 +135,7 @@ class AnswerOfHandler(KernelHandler):
 
 class BlobsHandler(KernelHandler):
     # What a kernel uploads, for the message if it is too large.
-    WHAT = {"answer": "the answer", "context": "the context", "snapshot": "the REPL snapshot"}
+    WHAT = {"context": "the context", "snapshot": "the REPL snapshot"}
 
     async def post(self) -> None:
         size = len(self.request.body)
@@ -154,13 +154,16 @@ class ContextHandler(KernelHandler):
 
 class AnswerHandler(KernelHandler):
     async def post(self) -> None:
-        body = self.body("answer")
-        if not self.daemon.store.has_blob(body["blob_id"]):
-            raise PrimeError(f"no uploaded value {body['blob_id']!r} (POST it to blobs first)")
-        text = body["repr"]
+        # The value comes pickled as the body and is stored as it came (never decoded on the
+        # loop); its repr rides in the query, so answer() is one request.
+        if self.request.headers.get("Content-Type") != "application/octet-stream":
+            raise InvalidRequest(
+                "answer() sends its value pickled, as an application/octet-stream body"
+            )
+        text = self.get_argument("repr", "", strip=False)
         if len(text) > MAX_REPR_CHARS:
             text = text[:MAX_REPR_CHARS] + "…"
-        self.daemon.record_answer(self.caller, body["blob_id"], text, "answer")
+        await self.daemon.answer(self.caller, self.request.body, text)
         await self.reply({"session_id": self.caller.id, "answered": True})
 
 

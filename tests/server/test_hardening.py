@@ -79,16 +79,24 @@ async def test_forged_bodies_are_refused_and_change_nothing(daemon, forged, scri
     assert agents() == before
 
 
+@pytest.mark.parametrize("prime_config", [{"max_blob_bytes": 1_000_000}])
 async def test_forged_answers_are_refused(daemon, user_kernel, script):
-    # Inside an agent session: answer() bodies it could forge.
+    # Inside an agent session: answer() requests it could forge: a JSON body (the value goes
+    # pickled, as raw bytes), an empty one, and one over c.Daemon.max_blob_bytes.
     forge = RAW_REQUEST + (
         "def post(body):\n    return raw_request('POST', 'answer', body)[0]\n"
-        "codes = [post({'repr': 'x', 'pickle': 5}), post({'repr': 'x', 'pickle': ''}), "
-        "post({'repr': 'x', 'pickle': '%%%'})]\n"
+        "codes = [post({'repr': 'x', 'blob_id': 'b1'}), post(b''), post(b'x' * 1_000_001)]\n"
     )
     model = script([{"code": forge}, {"code": "answer(codes)"}])
     nb = await user_kernel()
-    assert await nb.value(f"rlm('forge', model={model!r}).result()") == "[400, 400, 400]"
+    sid = (await nb.value(f"h = rlm('forge', model={model!r}); h.result(); h.session_id"))
+    assert await nb.value("h.result()") == "[400, 400, 413]"
+    # Nothing of the refused ones was kept (the other blobs: the answer that went through, and
+    # the REPL snapshot after the first turn).
+    record = daemon.registry.get(sid.strip("'"))
+    assert record.answer_repr == "[400, 400, 413]" and record.answer_blob
+    sizes = [p.stat().st_size for p in daemon.store.blob_dir.iterdir()]
+    assert len(sizes) == 2 and 0 not in sizes and 1_000_001 not in sizes
 
 
 async def test_printed_tokens_never_reach_the_store_or_the_model(daemon, user_kernel, script):
