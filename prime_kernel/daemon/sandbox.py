@@ -269,7 +269,8 @@ class Sandbox(LoggingConfigurable):
         sandbox's pid there (a forked kernel joins the sandbox by it).
 
         The outer bwrap process ignores SIGINT (`trap '' INT` before exec; ignored signals
-        stay ignored across exec): Jupyter interrupts a kernel by signalling its process
+        stay ignored across exec; with `info_fd` the caller ignores it already, and the
+        command is bwrap itself): Jupyter interrupts a kernel by signalling its process
         group, which holds bwrap, the sandbox's init and the kernel. The init is not
         signalled from outside its namespace unless it handles the signal; the kernel is, as
         without a sandbox. SIGTERM and SIGKILL end bwrap, and with it (--die-with-parent)
@@ -310,6 +311,8 @@ class Sandbox(LoggingConfigurable):
         if info_fd is not None:
             argv += ["--info-fd", str(info_fd)]
         argv += ["--setenv", "JPY_PARENT_PID", "1", "--chdir", cwd, "--", *kernel_cmd]
+        if info_fd is not None:
+            return argv  # for a forked kernel's handle, which ignores SIGINT itself
         return ["/bin/sh", "-c", "trap '' INT; exec \"$@\"", "sh", *argv]
 
 

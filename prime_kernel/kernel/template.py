@@ -25,11 +25,12 @@ The kernel writes `ok` on its ready pipe once its sockets are bound, or `error: 
 Without a sandbox the child is the kernel. With one, the child is the kernel's handle on the
 host (the process the daemon signals and watches): it starts bwrap with exactly the sandbox an
 exec'd kernel gets, with `PLACEHOLDER` where the kernel would be, joins the sandbox's
-namespaces (`setns`; it may: bwrap made them as this user), and forks the namespace's init,
-pid 1 of a PID namespace of the kernel's own with its own /proc, which forks the kernel, pid 2.
-The handle, bwrap and the kernel share a process group: an interrupt reaches the kernel and
-its children; the handle, bwrap and the placeholder ignore it, and an init gets only the
-signals it handles.
+namespaces (`setns`; it may: bwrap made them as this user), its PID namespace included, and
+forks the kernel into them: the kernel sees the sandbox's /proc, where bwrap's init (pid 1,
+which reaps what the kernel orphans) and the placeholder are the only other processes. The
+handle, bwrap and the kernel share a process group: an interrupt reaches the kernel and its
+children; the handle, bwrap and the placeholder ignore it, and an init gets only the signals
+it handles.
 
 Every process forked here shows the command line of the kernel it is (see `set_title`): what
 `ps` shows, and what the daemon's recovery checks before it stops a leftover kernel.
@@ -77,23 +78,16 @@ PRELOAD = [
 
 _PR_SET_NAME = 15
 _PR_SET_PDEATHSIG = 1
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWPID = 0x20000000
-_MS_NOSUID = 2
-_MS_NODEV = 4
-_MS_NOEXEC = 8
-_MS_REC = 0x4000
-_MS_PRIVATE = 1 << 18
-# setns order: the user namespace first (it gives the capabilities to join the others). Not
-# the PID namespace: the kernel gets one of its own (unshare refuses a new PID namespace to a
-# process that joined another one and has not forked since).
+# setns order: the user namespace first (it gives the capabilities to join the others). The
+# PID namespace applies to the children forked afterwards: the kernel.
 _NAMESPACES = [
     ("user", 0x10000000),
-    ("mnt", _CLONE_NEWNS),
+    ("mnt", 0x00020000),
     ("ipc", 0x08000000),
     ("uts", 0x04000000),
     ("net", 0x40000000),
     ("cgroup", 0x02000000),
+    ("pid", 0x20000000),
 ]
 
 _libc: Any = None
@@ -351,8 +345,8 @@ def _watch(server_fd: int) -> None:
 
 
 def _handle(request: dict[str, Any], boot_fd: int, ready: Ready, server_fd: int, app: Any) -> int:
-    """The sandboxed kernel's handle on the host: start its sandbox, join it, fork its init,
-    then wait, and end as the kernel ended."""
+    """The sandboxed kernel's handle on the host: start its sandbox, join it, fork the kernel
+    into it, then wait, and end as the kernel ended."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are for the kernel
     info_r, info_w = os.pipe()
     up_r, up_w = os.pipe()
@@ -374,38 +368,34 @@ def _handle(request: dict[str, Any], boot_fd: int, ready: Ready, server_fd: int,
     if not _read_all(up_r):
         _, status = os.waitpid(bwrap, 0)
         raise RuntimeError(f"the sandbox did not start (bwrap: exit status {status >> 8})")
-    sandbox = int(json.loads(info)["child-pid"])
-    _join(sandbox)
-    status_r, status_w = os.pipe()
-    libc_unshare(_CLONE_NEWPID)
+    _join(int(json.loads(info)["child-pid"]))
     me = os.pidfd_open(os.getpid())
-    init = os.fork()
-    if init == 0:
+    kernel = os.fork()  # born in the sandbox's PID namespace, a child of this process
+    if kernel == 0:
         code = 1
         try:
-            for n in (status_r, server_fd, hold_w):
+            for n in (server_fd, hold_w):
                 os.close(n)
-            code = _init(me, request, boot_fd, ready, status_w, app)
+            die_with_parent(me)
+            code = _kernel(request, boot_fd, ready, None, app)
         except BaseException as e:
-            ready.fail("sandbox", e)
+            ready.fail("kernel", e)
         finally:
             os._exit(code)
     ready.close()
-    for n in (boot_fd, status_w, me):
+    for n in (boot_fd, me):
         os.close(n)
-    init_fd = os.pidfd_open(init)
+    kernel_fd = os.pidfd_open(kernel)
     bwrap_fd = os.pidfd_open(bwrap)
-    readable, _, _ = select.select([init_fd, bwrap_fd, server_fd], [], [])
-    if init_fd not in readable:
-        # The server (or the sandbox) ended first: end everything of this kernel.
+    readable, _, _ = select.select([kernel_fd, bwrap_fd, server_fd], [], [])
+    if kernel_fd not in readable:
+        # The server (or the sandbox) ended first: end the kernel.
         with contextlib.suppress(OSError):
-            os.kill(init, signal.SIGKILL)
-    raw = _read_all(status_r)
-    os.waitpid(init, 0)
+            os.kill(kernel, signal.SIGKILL)
+    _, status = os.waitpid(kernel, 0)
     with contextlib.suppress(OSError):
         os.kill(bwrap, signal.SIGKILL)  # --die-with-parent ends the sandbox's processes
     os.waitpid(bwrap, 0)
-    status = int(raw) if raw else signal.SIGKILL  # an init killed from outside: its kernel too
     return _end_as(status)
 
 
@@ -429,7 +419,7 @@ def _read_all(fd: int) -> bytes:
 
 
 def _join(pid: int) -> None:
-    """Enter the namespaces of process `pid`, but for its PID namespace."""
+    """Enter the namespaces of process `pid` (its PID namespace: for the next child)."""
     opened = []
     for name, kind in _NAMESPACES:
         if os.stat(f"/proc/{pid}/ns/{name}").st_ino != os.stat(f"/proc/self/ns/{name}").st_ino:
@@ -440,45 +430,6 @@ def _join(pid: int) -> None:
     finally:
         for fd, _, _ in opened:
             os.close(fd)
-
-
-def libc_unshare(flags: int) -> None:
-    _check(libc().unshare(flags), "unshare")
-
-
-def _init(
-    handle: int, request: dict[str, Any], boot_fd: int, ready: Ready, status_w: int, app: Any
-) -> int:
-    """Pid 1 of the kernel's PID namespace: a /proc of its own, then the kernel as pid 2;
-    reaps what is orphaned inside and ends when the kernel ends, passing on its status."""
-    die_with_parent(handle)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    libc_unshare(_CLONE_NEWNS)
-    _check(libc().mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
-    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-    _check(libc().mount(b"proc", b"/proc", b"proc", flags, None), "mounting /proc")
-    set_title(["prime-kernel-init"])  # through the /proc where it is
-    me = os.pidfd_open(os.getpid())
-    kernel = os.fork()
-    if kernel == 0:
-        code = 1
-        try:
-            os.close(status_w)
-            die_with_parent(me)
-            set_title(request["argv"])
-            code = _kernel(request, boot_fd, ready, None, app)
-        except BaseException as e:
-            ready.fail("kernel", e)
-        finally:
-            os._exit(code)
-    os.close(boot_fd)
-    os.close(me)
-    ready.close()
-    while True:
-        pid, status = os.wait()
-        if pid == kernel:
-            os.write(status_w, str(status).encode())
-            return 0
 
 
 if __name__ == "__main__":

@@ -54,6 +54,6 @@ async def test_a_notebook_and_a_console_on_an_agent_kernel(daemon, jp_fetch, jp_
     agent = await daemon.pool.start_kernel()
     try:
         out = await run_over_websocket(jp_ws_fetch, agent.kernel_id, "import os; os.getpid()")
-        assert out == "2"  # inside its own PID namespace
+        assert out == "3"  # in its sandbox's PID namespace: bwrap's init, the placeholder, it
     finally:
         await daemon.pool.discard(agent)

@@ -45,15 +45,16 @@ def jp_server_config(prime_config: dict[str, Any], sandbox_mode: str, fork: bool
 
 
 def kernel_pid(km: Any) -> int:
-    """The kernel's own process: the provisioner's, or in the sandbox the init's child."""
+    """The kernel's own process: the provisioner's, or in the sandbox the handle's child
+    that is a kernel (its other child is bwrap)."""
     handle = km.provisioner.pid
     if not km.provisioner.sandboxed:
         return int(handle)
-    table = processes()
-    init = next(
-        p for p, (ppid, cmd) in table.items() if ppid == handle and cmd.startswith(b"prime-kernel")
+    return next(
+        p
+        for p, (ppid, cmd) in processes().items()
+        if ppid == handle and b"\0prime_kernel.kernel\0" in cmd
     )
-    return next(p for p, (ppid, _) in table.items() if ppid == init)
 
 
 def alive(pid: int) -> bool:
@@ -81,7 +82,8 @@ async def test_a_forked_kernel_is_a_kernel_of_the_server(daemon, sandbox_mode, j
         result = await runner.execute("import os\nos.getpid(), 6 * 7")
         pid, answer = eval(result.outputs[0]["data"]["text/plain"])
         assert answer == 42
-        assert pid == (2 if sandbox_mode == "bwrap" else km.provisioner.pid)
+        # Sandboxed: pid 3 in the sandbox's PID namespace, after bwrap's init and the placeholder.
+        assert pid == (3 if sandbox_mode == "bwrap" else km.provisioner.pid)
         kernels = json.loads((await jp_fetch("api", "kernels")).body)
         assert runner.kernel_id in {k["id"] for k in kernels}
     finally:
@@ -178,7 +180,11 @@ async def test_recovery_stops_forked_kernels_a_dead_daemon_left(daemon):
         pids = [km.provisioner.pid, kernel_pid(km)]
         await daemon.recovery.reap_kernels(daemon.launcher)  # as a new daemon does on start
         await wait_for(lambda: not any(alive(p) for p in pids), 10)
-        assert await runner.exit_code() is not None
+
+        async def seen_ended() -> bool:  # once the template reaped the handle and said so
+            return await runner.exit_code() is not None
+
+        await wait_for(seen_ended, 10)
     finally:
         await daemon.pool.discard(runner)
 
