@@ -97,6 +97,10 @@ def make_server(root: Path, extra_argv: list[str]) -> Any:
         app.initialize(argv=argv, find_extensions=False)
     except (SystemExit, TraitError):  # a setting it refused: its usage says which (logged)
         raise CLIError("the server refused a --config setting", exit_code=2) from None
+    # traitlets leaves the logger at DEBUG and filters in its handlers: jupyter_server then
+    # builds a record for each of its debug lines (one per message of every kernel it
+    # watches) only to drop it. At the handlers' level, none is built.
+    app.log.setLevel(min((h.level for h in app.log.handlers), default=app.log_level))
     return app
 
 
