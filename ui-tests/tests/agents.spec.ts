@@ -6,7 +6,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { expect, Page, Route, test, TestInfo } from '@playwright/test';
+import { APIRequestContext, expect, Page, Route, test, TestInfo } from '@playwright/test';
 
 test.describe.configure({ mode: 'serial' });
 
@@ -32,6 +32,16 @@ async function openLab(page: Page): Promise<void> {
     null,
     { timeout: 60_000 }
   );
+}
+
+/** A root session started over REST, as a script would; the daemon must have taken it (201). */
+async function createSession(
+  request: APIRequestContext,
+  data: Record<string, unknown>
+): Promise<{ id: string; [key: string]: unknown }> {
+  const created = await request.post('/api/prime/sessions', { data });
+  expect(created.status()).toBe(201);
+  return created.json();
 }
 
 /** Wait until the visible console has its kernel, connected: a cell run before it has one is lost. */
@@ -395,11 +405,7 @@ test('extension points: a column added to the rows, the sessions read, as anothe
 test('a running agent: console on its kernel, message, cancel', async ({ page, request }) => {
   await openLab(page);
   await run(page, 'prime-kernel:open-agents');
-  const created = await request.post('/api/prime/sessions', {
-    data: { prompt: 'Think slowly about nothing', model: 'scripted/ui-slow', name: 'slow thinker' }
-  });
-  expect(created.status()).toBe(201);
-  const session = await created.json();
+  const session = await createSession(request, { prompt: 'Think slowly about nothing', model: 'scripted/ui-slow', name: 'slow thinker' });
 
   // Started outside the UI: it shows up through push events / refetch.
   const row = rows(page).filter({ hasText: 'slow thinker' });
@@ -658,10 +664,7 @@ test('a persistent agent: passivated (REPL saved), revived by a message (REPL re
 }, info) => {
   await openLab(page);
   await run(page, 'prime-kernel:open-agents');
-  const created = await request.post('/api/prime/sessions', {
-    data: { prompt: 'Keep x for later', model: 'scripted/ui-persist', name: 'keeper', persistent: true }
-  });
-  expect(created.status()).toBe(201);
+  await createSession(request, { prompt: 'Keep x for later', model: 'scripted/ui-persist', name: 'keeper', persistent: true });
 
   // It answers, waits IDLE, and after c.Daemon.idle_timeout its REPL is saved and its kernel goes.
   const row = rows(page).filter({ hasText: 'keeper' });
@@ -782,11 +785,7 @@ test('goal and schedules: set by the agent, shown in its view and row, changed a
   await openLab(page);
   await run(page, 'prime-kernel:open-agents');
   // The agent sets its goal, notes progress and makes an hourly heartbeat in its REPL.
-  const created = await request.post('/api/prime/sessions', {
-    data: { prompt: 'Keep the build green', model: 'scripted/ui-goal', name: 'goal keeper' }
-  });
-  expect(created.status()).toBe(201);
-  const id = (await created.json()).id as string;
+  const id = (await createSession(request, { prompt: 'Keep the build green', model: 'scripted/ui-goal', name: 'goal keeper' })).id;
   try {
     // Its row marks the goal once it is set.
     const row = rows(page).and(page.locator(`[data-session-id="${id}"]`));
@@ -869,11 +868,7 @@ test('an autonomous agent: its row and view say so; its continuation and the gat
   await openLab(page);
   await run(page, 'prime-kernel:open-agents');
   // No gate: an answer passes, so the child's one answer ends it in its first continuation.
-  const created = await request.post('/api/prime/sessions', {
-    data: { prompt: 'Double 21 on your own', model: 'scripted/ui-child', name: 'autonomous doubler', autonomous: { max_continuations: 2 } }
-  });
-  expect(created.status()).toBe(201);
-  const id = (await created.json()).id as string;
+  const id = (await createSession(request, { prompt: 'Double 21 on your own', model: 'scripted/ui-child', name: 'autonomous doubler', autonomous: { max_continuations: 2 } })).id;
   const row = rows(page).and(page.locator(`[data-session-id="${id}"]`));
   await expect(row).toHaveAttribute('data-state', 'DONE', { timeout: 90_000 });
   await expect(row.locator('.jp-PrimeAgents-mark-autonomous')).toHaveText('auto 1/2');
@@ -955,11 +950,7 @@ test("a schedule added from the view: a bad cron is the daemon's message; a good
   await openLab(page);
   await run(page, 'prime-kernel:open-agents');
   // A persistent agent waits (IDLE) after answering: ticks wake it.
-  const created = await request.post('/api/prime/sessions', {
-    data: { prompt: 'Wait for the schedule', model: 'scripted/ui-child', name: 'scheduled waiter', persistent: true }
-  });
-  expect(created.status()).toBe(201);
-  const id = (await created.json()).id as string;
+  const id = (await createSession(request, { prompt: 'Wait for the schedule', model: 'scripted/ui-child', name: 'scheduled waiter', persistent: true })).id;
   try {
     const row = rows(page).and(page.locator(`[data-session-id="${id}"]`));
     await expect(row).toHaveAttribute('data-state', 'IDLE', { timeout: 90_000 });
