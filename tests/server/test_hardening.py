@@ -89,7 +89,7 @@ async def test_forged_answers_are_refused(daemon, user_kernel, script):
     )
     model = script([{"code": forge}, {"code": "answer(codes)"}])
     nb = await user_kernel()
-    sid = (await nb.value(f"h = rlm('forge', model={model!r}); h.result(); h.session_id"))
+    sid = await nb.value(f"h = rlm('forge', model={model!r}); h.result(); h.session_id")
     assert await nb.value("h.result()") == "[400, 400, 413]"
     # Nothing of the refused ones was kept (the other blobs: the answer that went through, and
     # the REPL snapshot after the first turn).
