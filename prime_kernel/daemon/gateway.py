@@ -36,6 +36,7 @@ from typing import Any
 from jupyter_client.jsonutil import json_default
 from jupyter_client.session import Session
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+from tornado.simple_httpclient import HTTPTimeoutError
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 from traitlets import Bool, Dict, Float, Instance, Unicode, default
 
@@ -289,6 +290,19 @@ class GatewayLauncher(KernelLauncher):
                     "c.GatewayLauncher.headers",
                     gateway=self.url,
                     status=e.code,
+                ) from None
+            if isinstance(e, HTTPTimeoutError):
+                # Slow is not down: say which limit ran out, and where it is set.
+                if "connecting" in (e.message or ""):
+                    limit, trait = self.connect_timeout, "GatewayLauncher.connect_timeout"
+                elif timeout:  # a kernel start or restart
+                    limit, trait = timeout, "Daemon.kernel_start_timeout"
+                else:
+                    limit, trait = self.request_timeout, "GatewayLauncher.request_timeout"
+                raise KernelsUnavailable(
+                    f"the kernel gateway at {self.url} did not answer within {limit:g} s "
+                    f"({e.message}); c.{trait} sets that limit",
+                    gateway=self.url,
                 ) from None
             if e.code == 599:
                 raise self._unreachable(e) from None

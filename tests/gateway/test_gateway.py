@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from traitlets.config import Config
 
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.daemon.gateway import GatewayLauncher
@@ -160,6 +163,32 @@ class TestGatewayDown:
         # another gateway's is forgotten with a warning naming it.
         assert {r["kernel_id"] for r in await store.kernels()} >= {"left-1", "left-2"}
         assert "other" not in {r["kernel_id"] for r in await store.kernels()}
+
+
+class TestSlowGateway:
+    @pytest.fixture
+    def gateway_url(self) -> Iterator[str]:
+        # The OS queues the connections (the listen backlog); nothing ever answers them.
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(64)
+            yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+    @pytest.fixture
+    def prime_config(self, prime_config: dict[str, Any]) -> dict[str, Any]:
+        return {**prime_config, "kernel_start_timeout": 2.0}
+
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config: Config) -> Config:
+        jp_server_config.GatewayLauncher.request_timeout = 2.0
+        return jp_server_config
+
+    async def test_a_session_fails_naming_the_limit(self, daemon, script):
+        sid = (await daemon.create_session("task", model=script([{"code": "answer(1)"}])))["id"]
+        record = await state_of(daemon, sid, "FAILED", "DONE")
+        assert record["state"] == "FAILED"
+        assert "did not answer within 2 s" in record["error"], record["error"]
+        assert "c.Daemon.kernel_start_timeout sets that limit" in record["error"]
 
 
 class TestWrongToken:
