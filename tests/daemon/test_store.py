@@ -1,11 +1,15 @@
-"""The store's kernel records, on real SQLite: what recovery needs survives later updates."""
+"""The store on real SQLite: what recovery needs of a kernel record survives later updates, and
+readers that went away do not stop the store."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from prime_kernel.daemon.store.sqlite import SqliteStore
+from prime_kernel.protocol.errors import Unavailable
 
 
 def test_a_kernel_record_keeps_what_recovery_needs(tmp_path: Path) -> None:
@@ -26,3 +30,28 @@ def test_a_kernel_record_keeps_what_recovery_needs(tmp_path: Path) -> None:
     k1, k2 = asyncio.run(run())
     assert (k1["pid"], k1["connection_file"], k1["session_id"]) == (42, "/c.json", "s1")
     assert (k2["gateway"], k2["session_id"]) == ("http://g", "s2")
+
+
+def test_readers_that_went_away_leave_the_store_working(tmp_path: Path) -> None:
+    """A flush past its timeout and a cancelled read leave their answers unwanted: the store
+    thread skips them (it used to die answering a cancelled future, and every later flush,
+    the server's shutdown among them, waited forever)."""
+
+    async def run() -> list[dict[str, object]]:
+        store = SqliteStore(tmp_path / "store")
+        store.open()
+        try:
+            for i in range(3000):  # work queued ahead of the reads below
+                store.record_kernel(f"k{i}", {"pid": i})
+            with pytest.raises(Unavailable):
+                await store.flush(timeout=0)  # gives up at once, its barrier still queued
+            reader = asyncio.ensure_future(store.kernels())
+            await asyncio.sleep(0)
+            reader.cancel()
+            await asyncio.wait_for(store.flush(), 10)
+            return await asyncio.wait_for(store.kernels(), 10)
+        finally:
+            await asyncio.wait_for(store.close(), 10)
+
+    kernels = asyncio.run(run())
+    assert len(kernels) == 3000

@@ -143,7 +143,8 @@ _GROUP = 1000
 
 
 class _Op:
-    """A unit of work for the store thread: `fn(db)`; `write` ops are committed in groups."""
+    """A unit of work for the store thread: `fn(db)`. Writes are committed in groups and
+    acknowledged by none; a read (or, with no `fn`, a flush barrier) answers its `future`."""
 
     __slots__ = ("fn", "future", "write")
 
@@ -182,7 +183,7 @@ class SqliteStore(Store):
         self._seq = ready.result()
 
     async def flush(self, timeout: float | None = None) -> None:
-        future = self._submit(None, write=False)
+        future = self._submit(None)
         try:
             await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except asyncio.TimeoutError:
@@ -249,12 +250,13 @@ class SqliteStore(Store):
 
     # -- the store thread -----------------------------------------------------------------------
     def _submit(
-        self, fn: Callable[[sqlite3.Connection], Any] | None, *, write: bool
+        self, fn: Callable[[sqlite3.Connection], Any] | None
     ) -> concurrent.futures.Future[Any]:
+        """A read (a flush barrier without `fn`), answered in the order of the writes."""
         if self._thread is None:
             raise Unavailable("the store is not open")
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._queue.put(_Op(fn, write, future))
+        self._queue.put(_Op(fn, False, future))
         return future
 
     def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> None:
@@ -263,7 +265,7 @@ class SqliteStore(Store):
         self._queue.put(_Op(fn, True))
 
     async def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
-        return await asyncio.wrap_future(self._submit(fn, write=False))
+        return await asyncio.wrap_future(self._submit(fn))
 
     def _serve(self, ready: concurrent.futures.Future[int]) -> None:
         try:
@@ -297,13 +299,19 @@ class SqliteStore(Store):
 
     def _answer(self, db: sqlite3.Connection, op: _Op) -> None:
         assert op.future is not None
+        # Its reader may have gone (a cancelled task, a flush past its timeout): answering a
+        # cancelled future raises, and would end this thread and with it the store.
+        if not op.future.set_running_or_notify_cancel():
+            return
         if op.fn is None:  # a flush barrier: everything before it is committed
             op.future.set_result(None)
             return
         try:
-            op.future.set_result(op.fn(db))
+            result = op.fn(db)
         except BaseException as e:
             op.future.set_exception(e)
+        else:
+            op.future.set_result(result)
 
     def _commit(self, db: sqlite3.Connection, writes: list[_Op]) -> None:
         """Apply `writes` in one transaction; retry until it commits (never drop a write)."""
@@ -326,9 +334,6 @@ class SqliteStore(Store):
                 continue
             break
         self.failure = None
-        for op in writes:
-            if op.future is not None and not op.future.done():
-                op.future.set_result(None)
 
     def _apply(self, db: sqlite3.Connection, op: _Op) -> None:
         assert op.fn is not None
@@ -337,11 +342,9 @@ class SqliteStore(Store):
             op.fn(db)
         except sqlite3.OperationalError:
             raise
-        except Exception as e:  # a bad write (a bug) is dropped alone, loudly
+        except Exception:  # a bad write (a bug) is dropped alone, loudly
             db.execute("ROLLBACK TO op")
             log.exception("a store write failed and was skipped")
-            if op.future is not None:
-                op.future.set_exception(e)
         db.execute("RELEASE op")
 
     # -- sessions -------------------------------------------------------------------------------
@@ -350,7 +353,7 @@ class SqliteStore(Store):
             rows = db.execute("SELECT * FROM sessions ORDER BY created, rowid").fetchall()
             return [decode_row(r) for r in rows]
 
-        return list(self._submit(read, write=False).result())
+        return list(self._submit(read).result())
 
     def insert_session(self, row: dict[str, Any]) -> None:
         values = encode_row(row)
@@ -504,7 +507,7 @@ class SqliteStore(Store):
             ).fetchall()
             return [decode_row(r) for r in rows]
 
-        return list(self._submit(read, write=False).result())
+        return list(self._submit(read).result())
 
     def insert_schedule(self, row: dict[str, Any]) -> None:
         values = encode_row(row)
