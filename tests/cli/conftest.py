@@ -72,7 +72,15 @@ class CLI:
             bufsize=1,
             env=self.env,
             cwd=self.runtime.parent,
+            preexec_fn=_in_the_foreground,
         )
+
+
+def _in_the_foreground() -> None:
+    """Start it as a shell starts a command in the foreground, where Ctrl-C reaches it: a test
+    run started in the background (`pytest &`, a CI script's `cmd &`) has SIGINT ignored, and
+    every process it starts would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture
