@@ -30,6 +30,7 @@ class CLI:
         self.env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(self.runtime)}
         self.env["PRIME_SCRIPTS"] = str(self.scripts_file)
         self.env.pop("PRIME_MODEL", None)
+        self.started: list[subprocess.Popen[str]] = []
 
     def scripts(self, scripts: dict[str, Any]) -> None:
         """Scripted models: `{"name": {"turns": [...], "tools": bool}}` (see models/scripted)."""
@@ -64,7 +65,7 @@ class CLI:
 
     def start(self, *args: str, root: Path) -> subprocess.Popen[str]:
         """A `prime-agent` process to talk to while it runs (line-buffered pipes)."""
-        return subprocess.Popen(
+        process = subprocess.Popen(
             self.command(*args, root=root),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -74,6 +75,20 @@ class CLI:
             cwd=self.runtime.parent,
             preexec_fn=_in_the_foreground,
         )
+        self.started.append(process)
+        return process
+
+    def stop_started(self) -> None:
+        """Stop what a failed test left running (a `run` and its kernels): as Ctrl-C would,
+        then for good."""
+        for process in self.started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
 def _in_the_foreground() -> None:
@@ -84,8 +99,10 @@ def _in_the_foreground() -> None:
 
 
 @pytest.fixture
-def cli(tmp_path: Path) -> CLI:
-    return CLI(tmp_path)
+def cli(tmp_path: Path) -> Iterator[CLI]:
+    runner = CLI(tmp_path)
+    yield runner
+    runner.stop_started()
 
 
 @pytest.fixture
