@@ -130,13 +130,20 @@ function updateTasks(trace: { traceEvents: ITraceEvent[] } | ITraceEvent[]): { c
     .filter(e => main(e) && ['ThreadControllerImpl::RunTask', 'RunTask', 'BlinkScheduler_PerformMicrotaskCheckpoint'].includes(e.name))
     .sort((a, b) => a.ts - b.ts);
   const rendering = events.filter(e => main(e) && ['UpdateLayoutTree', 'Layout', 'PrePaint', 'Paint', 'Layerize'].includes(e.name));
-  const holds = (task: ITraceEvent, ts: number) => task.ts <= ts && ts <= task.ts + (task.dur ?? 0);
+  const holds = (task: ITraceEvent, ts: number, slack = 0) =>
+    task.ts - slack <= ts && ts <= task.ts + (task.dur ?? 0) + slack;
   const cpu = (task: ITraceEvent | undefined) => (task ? (task.tdur ?? task.dur ?? 0) / 1000 : 0);
+  // A measure's end is performance.now(), which Chrome coarsens (100 µs, with jitter, outside
+  // cross-origin isolation): an update that ends its task can be stamped just past the task.
+  const away = (task: ITraceEvent, ts: number) => Math.max(0, task.ts - ts, ts - task.ts - (task.dur ?? 0));
   return ends.map(end => {
-    // The outermost of the events holding it (a checkpoint may run inside a task).
-    const holding = tasks.filter(t => holds(t, end.ts)).sort((a, b) => (b.dur ?? 0) - (a.dur ?? 0));
+    // The nearest task, and of those holding it the outermost (a checkpoint may run inside a task).
+    const holding = tasks
+      .filter(t => holds(t, end.ts, 200))
+      .sort((a, b) => away(a, end.ts) - away(b, end.ts) || (b.dur ?? 0) - (a.dur ?? 0));
     if (!holding.length) {
-      throw new Error(`no task holds the update that ended at ${end.ts}`);
+      const around = events.filter(e => main(e) && holds(e, end.ts, 1000)).map(e => `${e.name}@${e.ts}+${e.dur}`);
+      throw new Error(`no task holds the update that ended at ${end.ts}; main-thread events near it: ${around.join(', ')}`);
     }
     const task = holding[0];
     const after = task.ts + (task.dur ?? 0);
