@@ -143,19 +143,18 @@ _GROUP = 1000
 
 
 class _Op:
-    """A unit of work for the store thread: `fn(db)`. Writes are committed in groups and
-    acknowledged by none; a read (or, with no `fn`, a flush barrier) answers its `future`."""
+    """A unit of work for the store thread: `fn(db)`. A write has no `future` (writes are
+    committed in groups, unanswered); a read (or, with no `fn`, a flush barrier) answers its
+    `future`."""
 
-    __slots__ = ("fn", "future", "write")
+    __slots__ = ("fn", "future")
 
     def __init__(
         self,
         fn: Callable[[sqlite3.Connection], Any] | None,
-        write: bool,
         future: concurrent.futures.Future[Any] | None = None,
     ) -> None:
         self.fn = fn
-        self.write = write
         self.future = future
 
 
@@ -256,13 +255,13 @@ class SqliteStore(Store):
         if self._thread is None:
             raise Unavailable("the store is not open")
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._queue.put(_Op(fn, False, future))
+        self._queue.put(_Op(fn, future))
         return future
 
     def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> None:
         if self._thread is None:
             raise Unavailable("the store is not open")
-        self._queue.put(_Op(fn, True))
+        self._queue.put(_Op(fn))
 
     async def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         return await asyncio.wrap_future(self._submit(fn))
@@ -288,7 +287,7 @@ class SqliteStore(Store):
                 if op is None:
                     stop = True
                     break
-                if op.write:
+                if op.future is None:  # a write
                     writes.append(op)
                     continue
                 self._commit(db, writes)
