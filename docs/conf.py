@@ -1,0 +1,46 @@
+"""Sphinx configuration: the prime_kernel documentation (MyST Markdown, myst-nb, pydata theme).
+
+`python -m sphinx -W -b html docs docs/_build/html` builds it; `tests/test_docs.py` runs that
+build with warnings as errors. The example notebooks come in through `docs/tutorials`, a link
+to `examples/`: they are rendered as committed (outputs stripped), not executed here — the
+tests execute them against a real server (`tests/test_examples.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+sys.path.insert(0, str(DOCS / "_ext"))
+sys.path.insert(0, str(DOCS.parent))
+
+
+project = "prime_kernel"
+author = "the prime_kernel authors"
+copyright = "the prime_kernel authors, BSD-3-Clause"
+# The version hatch-nodejs-version gives the package: package.json's.
+version = release = json.loads((DOCS.parent / "package.json").read_text())["version"]
+
+extensions = ["myst_nb", "prime_config"]
+source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
+root_doc = "index"
+exclude_patterns = ["_build", "_ext", "tutorials/*.json", "tutorials/data"]
+
+# Notebooks are shown as committed: they run in the tests, where a server and a model exist.
+nb_execution_mode = "off"
+myst_enable_extensions = ["colon_fence", "deflist"]
+# `[text](page.md#a-heading)` links resolve to headings down to ###.
+myst_heading_anchors = 3
+
+html_theme = "pydata_sphinx_theme"
+html_title = "prime_kernel"
+html_static_path: list[str] = []
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "secondary_sidebar_items": ["page-toc"],
+}
+html_sidebars = {"index": []}
+html_show_sourcelink = False
