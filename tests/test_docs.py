@@ -13,9 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_docs_build_without_a_warning(tmp_path: Path) -> None:
     # -W: a warning (a broken link, a page outside every toctree, a bad directive) fails the
     # build; --keep-going reports all of them at once. -E: read every page, no saved state.
+    args = ["-W", "--keep-going", "-E", "-q", "-b", "html", "-d", str(tmp_path / "doctrees")]
     proc = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html"]
-        + ["-d", str(tmp_path / "doctrees"), str(ROOT / "docs"), str(tmp_path / "html")],
+        [sys.executable, "-m", "sphinx", *args, str(ROOT / "docs"), str(tmp_path / "html")],
         capture_output=True,
         text=True,
         timeout=300,
