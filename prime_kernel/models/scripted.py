@@ -6,6 +6,8 @@ many sessions can share one script. A turn is a dict (or a callable taking the m
 returning one) with any of:
 
 - ``text``: the assistant's text;
+- ``extract``: a regular expression: the text is its first match in the last user message
+  (its first group, if it has one), so one script answers many prompts each its own way;
 - ``code``: code for a ``python`` tool call (finish reason ``tool_calls``); a list makes several;
 - ``fenced``: code sent as a fenced ```python block inside the text (for the no-tools path);
 - ``usage``: ``{"prompt_tokens", "completion_tokens", "cached_tokens"}`` to report instead of
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -141,7 +144,18 @@ def play(name: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     if index >= len(script.turns):
         return {"text": "(the script has no more turns)"}
     turn = script.turns[index]
-    return turn(messages) if callable(turn) else dict(turn)
+    played = turn(messages) if callable(turn) else dict(turn)
+    if "extract" in played:
+        played["text"] = _extract(played.pop("extract"), messages)
+    return played
+
+
+def _extract(pattern: str, messages: list[dict[str, Any]]) -> str:
+    prompt = next((_message_text([m]) for m in reversed(messages) if m.get("role") == "user"), "")
+    found = re.search(pattern, prompt)
+    if found is None:
+        return f"(no match for {pattern!r})"
+    return found.group(1) if found.re.groups else found.group(0)
 
 
 def _build_response(model: str, turn: dict[str, Any], messages: list[dict[str, Any]]) -> Any:
