@@ -1,7 +1,7 @@
 """Sphinx configuration: the prime_kernel documentation (MyST Markdown, myst-nb, pydata theme).
 
 `python -m sphinx -W -b html docs docs/_build/html` builds it; `tests/test_docs.py` runs that
-build with warnings as errors. The example notebooks come in through `docs/tutorials`, a link
+build with warnings as errors. The example notebooks come in through `docs/examples`, a link
 to `examples/`: they are rendered as committed (outputs stripped), not executed here — the
 tests execute them against a real server (`tests/test_examples.py`).
 """
@@ -26,7 +26,9 @@ version = release = json.loads((DOCS.parent / "package.json").read_text())["vers
 extensions = ["myst_nb", "prime_config"]
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "index"
-exclude_patterns = ["_build", "_ext", "tutorials/*.json", "tutorials/data"]
+# examples/README.md is for people browsing the folder (tutorials.md is its page here); what
+# running the notebooks in place writes there (exports/, ...) is not documentation.
+exclude_patterns = ["_build", "_ext", "examples/README.md", "examples/*/**"]
 
 # Notebooks are shown as committed: they run in the tests, where a server and a model exist.
 nb_execution_mode = "off"

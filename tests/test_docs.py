@@ -24,7 +24,7 @@ def test_the_docs_build_without_a_warning(tmp_path: Path) -> None:
     html = tmp_path / "html"
     # Every tutorial notebook is a page, and the configuration reference was generated.
     for notebook in sorted((ROOT / "examples").glob("*.ipynb")):
-        assert (html / "tutorials" / f"{notebook.stem}.html").is_file(), notebook.name
+        assert (html / "examples" / f"{notebook.stem}.html").is_file(), notebook.name
     options = (html / "configuration-options.html").read_text()
     assert "c.Daemon.max_concurrent" in options and "c.Sandbox.mode" in options
 

@@ -19,7 +19,7 @@ from prime_kernel.models import local
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("*.ipynb"))
 # Notebooks whose agents run on the embedded model (the others use scripted models).
-EMBEDDED = {"quickstart.ipynb", "long_context.ipynb"}
+EMBEDDED = {"quickstart.ipynb"}
 
 
 def test_committed_notebooks_have_no_outputs() -> None:
