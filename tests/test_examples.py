@@ -51,7 +51,13 @@ def examples_root(jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return jp_root_dir
 
 
-@pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(p.name, marks=[pytest.mark.local_model] if p.name in EMBEDDED else [])
+        for p in NOTEBOOKS
+    ],
+)
 async def test_example_runs(name: str, examples_root: Path, daemon: Any) -> None:
     if name in EMBEDDED and not local.available():
         pytest.skip("the embedded model is not installed")

@@ -2,9 +2,9 @@
 from inside a real agent kernel of a real server, in each sandbox mode.
 
 Each attack is a scripted agent turn whose cell runs the attack and whose next turn answers
-the findings; the test asserts that what the mode claims to protect (README, "Security
-model") held, and, where a mode does not claim something, that the README's exposure is
-real, so the README stays true.
+the findings; the test asserts that what the mode claims to protect (docs/sandbox.md) held,
+and, where a mode does not claim something, that the exposure the docs state is real, so the
+docs stay true.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ async def test_recon(
         assert found["store"].startswith("OperationalError") and found["store_listing"] == []
         assert found["home"] == "FileNotFoundError"
     else:
-        # What the README says this mode does not protect: the same OS user reads the
+        # What docs/sandbox.md says this mode does not protect: the same OS user reads the
         # runtime folder (the server's token, every kernel's connection file). The store's
         # files are reachable too, but the daemon holds the database exclusively: it can
         # neither be read nor locked from outside.
