@@ -23,7 +23,10 @@ copyright = "the prime_kernel authors, BSD-3-Clause"
 # The version hatch-nodejs-version gives the package: package.json's.
 version = release = json.loads((DOCS.parent / "package.json").read_text())["version"]
 
-extensions = ["myst_nb", "prime_config"]
+extensions = ["myst_nb", "sphinx.ext.autodoc", "prime_config"]
+# The REPL API page documents what the kernel module gives a REPL, in source order.
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "index"
 # examples/README.md is for people browsing the folder (tutorials.md is its page here); what
