@@ -20,6 +20,7 @@ __all__ = [
     "dump_json",
     "fmt_time",
     "fmt_usage",
+    "print_table",
     "read_store",
     "resolved_root",
     "skip_slow_imports",
@@ -67,3 +68,13 @@ def skip_slow_imports() -> None:
 
 def dump_json(data: Any) -> str:
     return json.dumps(data, indent=2, default=str)
+
+
+def print_table(header: list[str], rows: list[list[str]]) -> None:
+    """Rows in columns under a header, each column as wide as its widest cell (the last one
+    is left ragged: it holds free text)."""
+    table = [header, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
+    for row in table:
+        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
+        print("  ".join([*cells, row[-1]]).rstrip())

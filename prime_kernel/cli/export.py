@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from .common import CLIError, read_store, skip_slow_imports
+from .common import CLIError, read_store
 from .remote import call, find_server
 
 
@@ -65,7 +65,6 @@ class RestSource:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    skip_slow_imports()
     from ..export import NotebookExporter, default_target, export_to
     from ..protocol.errors import PrimeError
     from ..util.redact import Redactor, environment_secrets

@@ -11,13 +11,12 @@ import asyncio
 import os
 import subprocess
 import sys
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .common import CLIError, dump_json, fmt_time
+from .common import CLIError, dump_json, fmt_time, print_table, resolved_root
 
-if TYPE_CHECKING:  # imported where used: they take seconds, and --help needs none of them
-    from ..daemon.daemon import Daemon
+if TYPE_CHECKING:  # imported where used: --help needs none of them
     from ..harness.harness import Harness
 
 
@@ -107,27 +106,26 @@ def _entry_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("id")
 
 
-def _daemon(args: argparse.Namespace) -> Daemon:
-    from ..daemon.daemon import Daemon
+def _harness(args: argparse.Namespace) -> Harness:
+    """The root's harness alone: these commands edit files, so they import none of the
+    daemon (its model and kernel libraries take seconds)."""
+    from ..harness.harness import Harness
 
-    root = Path(args.root).resolve()
-    if not root.is_dir():
-        raise CLIError(f"--root {root} is not a folder")
-    return Daemon(root_dir=str(root))
+    # Where the daemon keeps it (Daemon.store_dir's default, ROOT/.prime).
+    return Harness(project_dir=str(resolved_root(args.root) / ".prime" / "harness"))
 
 
-def _run(args: argparse.Namespace, action: Any) -> int:
-    """Run `action(harness, daemon)`, reporting PrimeErrors as CLI errors."""
+def _run(args: argparse.Namespace, action: Callable[[Harness], int]) -> int:
+    """Run `action(harness)`, reporting PrimeErrors as CLI errors."""
     from ..protocol.errors import PrimeError
 
-    daemon = _daemon(args)
+    harness = _harness(args)
     try:
-        return int(action(daemon.harness, daemon) or 0)
+        return int(action(harness) or 0)
     except PrimeError as e:
         raise CLIError(e.message, exit_code=1) from None
     finally:
-        daemon.harness.close()
-        asyncio.run(daemon.store.close())
+        harness.close()
 
 
 def _metadata(pairs: list[str], base: dict[str, Any]) -> dict[str, Any] | None:
@@ -154,7 +152,7 @@ def _content(value: str | None) -> str | None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    def action(h: Harness, _: Daemon) -> int:
+    def action(h: Harness) -> int:
         entries, errors = h.list(args.kind)
         if args.json:
             print(
@@ -163,10 +161,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             return 0
         if not entries and not errors:
             print(f"no harness entries (files go in {h.files.root('project')})")
-        for e in entries:
-            print(f"{e.kind:<7} {e.id:<28} v{e.version:<3} {e.scope:<8} {e.summary()}")
-        for x in errors:
-            print(f"{x['kind']:<7} {x['id']:<28} BROKEN  {x['message']}")
+            return 0
+        print_table(
+            ["KIND", "ID", "VERSION", "SCOPE", "SUMMARY"],
+            [[e.kind, e.id, f"v{e.version}", e.scope, e.summary()] for e in entries]
+            + [[x["kind"], x["id"], "BROKEN", "", x["message"]] for x in errors],
+        )
         return 0
 
     return _run(args, action)
@@ -175,7 +175,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from ..harness import entries as E
 
-    def action(h: Harness, _: Daemon) -> int:
+    def action(h: Harness) -> int:
         if args.version:
             v = h.version(args.kind, args.id, args.version)
             if args.json:
@@ -199,7 +199,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    def action(h: Harness, _: Daemon) -> int:
+    def action(h: Harness) -> int:
         e = h.create(
             args.kind,
             args.id,
@@ -220,7 +220,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
-    def action(h: Harness, _: Daemon) -> int:
+    def action(h: Harness) -> int:
         if args.title is None and args.content is None and not args.set:
             return _open_editor(h, args)
         old = h.get(args.kind, args.id)
@@ -254,7 +254,7 @@ def _open_editor(h: Harness, args: argparse.Namespace) -> int:
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
-    def action(h: Harness, _: Daemon) -> int:
+    def action(h: Harness) -> int:
         out = h.delete(args.kind, args.id, author="user", reason=args.reason)
         print(
             f"deleted {out['kind']} {out['id']} (version {out['version']}; "
@@ -266,7 +266,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    def action(h: Harness, _: Daemon) -> int:
+    def action(h: Harness) -> int:
         if args.diff:
             b = args.diff[1] if len(args.diff) > 1 else None
             print(h.diff(args.kind, args.id, args.diff[0], b), end="")
@@ -284,7 +284,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    def action(h: Harness, _: Daemon) -> int:
+    def action(h: Harness) -> int:
         v = h.rollback(args.kind, args.id, args.version, author="user")
         print(
             f"{v['kind']} {v['id']} restored to version {args.version} (now version {v['version']})"
@@ -297,7 +297,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from ..harness import interop
 
-    def action(h: Harness, _: Daemon) -> int:
+    def action(h: Harness) -> int:
         out = interop.import_path(h, args.path, replace=args.replace)
         print(
             f"created {len(out['created'])}, updated {len(out['updated'])}, "
@@ -313,7 +313,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from ..harness import interop
 
-    def action(h: Harness, _: Daemon) -> int:
+    def action(h: Harness) -> int:
         out = interop.export(h, args.path)
         print(f"wrote {out['entries']} entries to {out['folder']}")
         return 0
@@ -337,7 +337,14 @@ def print_refinement(r: dict[str, Any]) -> None:
 
 
 def cmd_refine(args: argparse.Namespace) -> int:
-    def action(h: Harness, daemon: Daemon) -> int:
+    """Unlike the others, this needs the daemon: the sessions in its store are the evidence,
+    and its model router asks the model."""
+    from ..daemon.daemon import Daemon
+    from ..protocol.errors import PrimeError
+
+    daemon = Daemon(root_dir=str(resolved_root(args.root)))
+    h = daemon.harness
+    try:
         if args.model:
             h.refine_model = args.model
         daemon.open()  # the evidence: the sessions in the store
@@ -356,23 +363,40 @@ def cmd_refine(args: argparse.Namespace) -> int:
             if record["status"] == "proposed":
                 print(f"review: prime-agent refinements approve {record['id']} [EDIT ...]")
         return 1 if record["status"] in ("invalid", "failed") else 0
-
-    return _run(args, action)
+    except PrimeError as e:
+        raise CLIError(e.message, exit_code=1) from None
+    finally:
+        h.close()
+        asyncio.run(daemon.store.close())
 
 
 def cmd_refinements(args: argparse.Namespace) -> int:
     from ..harness import refine
 
-    def action(h: Harness, daemon: Daemon) -> int:
+    def action(h: Harness) -> int:
         if args.action == "list":
             rows = h.versions().refinements()
             if args.json:
                 print(dump_json(rows))
-            for r in rows:
+            elif not rows:
                 print(
-                    f"{r['id']}  {r['status']:<11} {fmt_time(r['created'])}  "
-                    f"{r['summary'] or r.get('error') or ''}"
+                    "no refinements yet: `prime-agent refine` asks a model to propose harness "
+                    "edits from recent sessions (they wait here for review)"
                 )
+            else:
+                print_table(
+                    ["ID", "STATUS", "CREATED", "SUMMARY"],
+                    [
+                        [
+                            r["id"],
+                            r["status"],
+                            fmt_time(r["created"]),
+                            r["summary"] or r.get("error") or "",
+                        ]
+                        for r in rows
+                    ],
+                )
+                print("details: prime-agent refinements show ID")
             return 0
         if not args.id:
             raise CLIError(f"`refinements {args.action}` needs a refinement id")

@@ -8,6 +8,8 @@ litellm or nbformat inside the functions that need them, never at module level.
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -15,7 +17,7 @@ from typing import Any
 
 from . import doctor, export, longrun, messages, remote, run, sessions
 from . import harness as harness_cli
-from .common import CLIError
+from .common import CLIError, skip_slow_imports
 
 __all__ = ["CLIError", "main"]
 
@@ -29,6 +31,9 @@ class _CommandParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.add_argument("--root", default=argparse.SUPPRESS, help=ROOT_HELP)
+        # The innermost command parsed sets it last: that command's usage explains a mistake
+        # (`run --turbo` shows run's options, not the list of commands).
+        self.set_defaults(parser=self)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,8 +53,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    code = _main(argv)
+    if argv is None and "litellm" in sys.modules:
+        # This process ran a server (`run`, `resume`, `refine`): once it has said everything
+        # and stopped its kernels, tearing down the thousands of modules litellm brought in
+        # would hold the terminal for 1-2 s more. Exit handlers still run.
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        atexit._run_exitfuncs()
+        os._exit(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        getattr(args, "parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
+    # No command validates the IRIs whose parser costs seconds to import (see the function).
+    skip_slow_imports()
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # here, so a reader that went away is noticed below
