@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -67,6 +68,45 @@ class StatusLine:
         self.stream.flush()
 
 
+class Ticker:
+    """A status line redrawn from a thread while this one is busy with something that does
+    not yield (imports, starting a server): `with Ticker(stream, "starting a server"):`.
+    Nothing when `stream` is None or not a terminal."""
+
+    def __init__(self, stream: TextIO | None, text: str) -> None:
+        self.status = StatusLine(stream) if stream is not None and stream.isatty() else None
+        self.text = text
+        self.since = time.monotonic()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="prime-ticker", daemon=True)
+
+    def __enter__(self) -> Ticker:
+        if self.status is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self.status is None or not self.thread.is_alive():
+            return
+        self.done.set()
+        self.thread.join()
+        with contextlib.suppress(OSError, ValueError):
+            self.status.clear()
+
+    def _run(self) -> None:
+        assert self.status is not None
+        while True:
+            try:
+                self.status.draw(self.text, self.since)
+            except (OSError, ValueError):  # the terminal went away: its reader says so
+                return
+            if self.done.wait(0.1):
+                return
+
+
 class Progress:
     """Prints a session tree's events as lines (to `stream`; None: quiet), with a status line
     when `stream` is a terminal."""
@@ -99,7 +139,7 @@ class Progress:
     def show(self, record: dict[str, Any], depth: int, event: dict[str, Any]) -> None:
         self.count(record, depth, event)
         sid, kind, data = record["id"], event["kind"], event["data"]
-        if self.stream is None:
+        if self.stream is None or _routine(depth, kind, data):
             return
         lines = render(event)
         if kind == "model_call" and not data.get("purpose"):
@@ -169,6 +209,34 @@ class Progress:
         if self.status is not None:
             with contextlib.suppress(BrokenPipeError):
                 self.status.clear()
+
+
+# The followed session's own states a person learns from elsewhere: the status line shows it
+# waiting and running; its end (or its wait for messages, IDLE) is the summary the command
+# prints, with its answer or error.
+_SAID_ELSEWHERE = {
+    SessionState.ADMITTED.value,
+    SessionState.RUNNING.value,
+    SessionState.IDLE.value,
+    *_ENDED,
+}
+
+
+def _routine(depth: int, kind: str, data: dict[str, Any]) -> bool:
+    """Whether an event is left out of the progress: bookkeeping (a REPL snapshot after each
+    turn), or what the command says once at the end (the followed session's answer and its
+    final state)."""
+    if kind == "snapshot":
+        return True
+    if depth:
+        return False
+    if kind == "answer":
+        return True
+    # A reason is news (RUNNING again after a restart, say), except the end's: the summary
+    # gives that one.
+    state = data.get("state")
+    said = state in _SAID_ELSEWHERE and (state in _ENDED or not data.get("reason"))
+    return kind == "state" and said
 
 
 @dataclass

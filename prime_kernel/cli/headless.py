@@ -11,6 +11,7 @@ terminal through the `Terminal` it hands back.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import sys
@@ -73,6 +74,29 @@ def quiet_process(log: Path) -> Iterator[Terminal]:
         for stream in (out, err):
             with contextlib.suppress(OSError, ValueError):
                 stream.close()
+
+
+def _startup_file() -> Path:
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    return Path(jupyter_runtime_dir()) / "prime-agent-startup.json"
+
+
+def last_startup() -> float | None:
+    """Seconds the last server this user's `run` started took to start, if one did."""
+    try:
+        seconds = json.loads(_startup_file().read_text(encoding="utf-8"))["seconds"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return float(seconds) if isinstance(seconds, (int, float)) else None
+
+
+def record_startup(seconds: float) -> None:
+    """Remember how long starting the server took, for the next `run` to say."""
+    with contextlib.suppress(OSError):
+        path = _startup_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"seconds": round(seconds, 2)}), encoding="utf-8")
 
 
 def make_server(root: Path, extra_argv: list[str]) -> Any:

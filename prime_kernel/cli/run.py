@@ -20,15 +20,25 @@ import json
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..protocol.states import SessionState
 from . import inputs
-from .common import CLIError, fmt_usage, resolved_root, skip_slow_imports
-from .follow import Outcome, Progress, Stop, follow, past
-from .headless import Terminal, busy_roots, make_server, new_log, quiet_process, start_daemon
+from .common import CLIError, fmt_usage, resolved_root
+from .follow import Outcome, Progress, Stop, Ticker, follow, past
+from .headless import (
+    Terminal,
+    busy_roots,
+    last_startup,
+    make_server,
+    new_log,
+    quiet_process,
+    record_startup,
+    start_daemon,
+)
 from .remote import Refused, Server, Unreachable, find_server
 
 # Exit codes besides 0 (done), 1 (the session failed) and 2 (bad input): a shell's for the
@@ -39,6 +49,9 @@ EXIT_OUTPUT_CLOSED = 141
 SUCCESS = (SessionState.DONE.value, SessionState.IDLE.value)
 STOPPED = {"interrupted": ("Ctrl-C", EXIT_INTERRUPTED), "terminated": ("SIGTERM", 143)}
 DEFAULT_MODEL = "local/smollm2"  # the daemon's (c.Daemon.default_model), without importing it
+# What starting a server takes before any is remembered (importing jupyter_server and litellm,
+# a first kernel: 6 s on a quiet machine, 15-20 s at a load of 8; see bench/bench_cli.py).
+FIRST_STARTUP = "about 15 s the first time"
 
 
 def add_commands(sub: Any) -> None:
@@ -195,11 +208,19 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"({info['url']}); configure that one, or stop it"
             )
         return _remote(Server(info), job, args, root)
-    # Before any server starts: the model (fast for the embedded and scripted ones), then the
-    # settings (which import the daemon).
+    # Before any server starts: the model, then the settings. The embedded and scripted models
+    # are checked at once; a hosted one, and Daemon settings, take imports of seconds, which the
+    # first line of progress and the status line explain.
     model = args.model or os.environ.get("PRIME_MODEL") or _configured_model(args.config)
-    inputs.check_model(model)
-    inputs.check_daemon_settings(args.config)
+    hosted = model.partition("/")[0] not in ("local", "scripted")
+    if not hosted:
+        inputs.check_model(model)
+    stream = _progress_stream(args, Terminal(sys.stdout, sys.stderr))
+    _starting(stream, root)
+    with Ticker(stream, f"checking {model}" if hosted else "starting a server"):
+        if hosted:
+            inputs.check_model(model)
+        inputs.check_daemon_settings(args.config)
     return _headless(args, root, job)
 
 
@@ -216,7 +237,24 @@ def cmd_resume(args: argparse.Namespace) -> int:
     state = offline_state(str(root), args.id)
     if state in TERMINAL:
         raise CLIError(f"session {args.id} has ended ({state.value}); nothing to resume")
+    _starting(_progress_stream(args, Terminal(sys.stdout, sys.stderr)), root)
     return _headless(args, root, job)
+
+
+def _progress_stream(args: argparse.Namespace, terminal: Terminal) -> TextIO | None:
+    """Where progress goes: nowhere with -q, stderr with --json (stdout is the result)."""
+    if args.quiet:
+        return None
+    return terminal.err if args.json else terminal.out
+
+
+def _starting(stream: TextIO | None, root: Path) -> None:
+    """The first line, at once: a server is about to start, and how long that takes."""
+    if stream is None:
+        return
+    last = last_startup()
+    took = FIRST_STARTUP if last is None else f"about {max(1, round(last))} s last time"
+    print(f"starting a server for {root} ({took})…", file=stream, flush=True)
 
 
 def _configured_model(pairs: list[str]) -> str:
@@ -232,15 +270,14 @@ def _remote(server: Server, job: Job, args: argparse.Namespace, root: Path) -> i
     async def main() -> int:
         stop = Stop()
         terminal = Terminal(sys.stdout, sys.stderr)
-        with _interrupts(stop):
-            outcome = await _submit_and_follow(server, job, args, terminal, stop)
+        with _interrupts(stop), Ticker(_progress_stream(args, terminal), "submitting") as ticker:
+            outcome = await _submit_and_follow(server, job, args, terminal, stop, ticker)
         return _report(args, root, outcome, terminal, log=None)
 
     return asyncio.run(main())
 
 
 def _headless(args: argparse.Namespace, root: Path, job: Job) -> int:
-    skip_slow_imports()
     log = new_log(root)
     # The daemon of a `run` takes up only the session it is given (see the module docstring);
     # one warm kernel is enough for a single agent and leaves the CPU to its model.
@@ -273,7 +310,21 @@ def _serve(
     terminal: Terminal,
     log: Path,
 ) -> int:
-    app = make_server(root, argv)
+    # The status line until the session exists (`_submit_and_follow` stops it).
+    with Ticker(_progress_stream(args, terminal), "starting a server") as ticker:
+        app = make_server(root, argv)
+        return _serve_app(app, args, root, job, terminal, log, ticker)
+
+
+def _serve_app(
+    app: Any,
+    args: argparse.Namespace,
+    root: Path,
+    job: Job,
+    terminal: Terminal,
+    log: Path,
+    ticker: Ticker,
+) -> int:
     try:
         # Not the server's handlers (on a terminal, its Ctrl-C asks whether to shut down):
         # until the session is being followed, either signal stops the command before it
@@ -282,7 +333,7 @@ def _serve(
         signal.signal(signal.SIGTERM, signal.default_int_handler)
         app.write_server_info_file()
         code: int = app.io_loop.run_sync(
-            lambda: _serve_and_follow(app, root, job, args, terminal, log)
+            lambda: _serve_and_follow(app, root, job, args, terminal, log, ticker)
         )
         return code
     finally:
@@ -295,7 +346,13 @@ def _serve(
 
 
 async def _serve_and_follow(
-    app: Any, root: Path, job: Job, args: argparse.Namespace, terminal: Terminal, log: Path
+    app: Any,
+    root: Path,
+    job: Job,
+    args: argparse.Namespace,
+    terminal: Terminal,
+    log: Path,
+    ticker: Ticker,
 ) -> int:
     stop = Stop()
     with _interrupts(stop):
@@ -309,7 +366,10 @@ async def _serve_and_follow(
                 await starting
             return _report(args, root, None, terminal, log)
         daemon = starting.result()
-        outcome = await _submit_and_follow(Server(app.server_info()), job, args, terminal, stop)
+        record_startup(time.monotonic() - ticker.since)  # since make_server() began
+        outcome = await _submit_and_follow(
+            Server(app.server_info()), job, args, terminal, stop, ticker
+        )
         code = _report(args, root, outcome, terminal, log)
         await _serve_the_others(daemon, terminal, stop)
     return code
@@ -330,12 +390,16 @@ async def _serve_the_others(daemon: Any, terminal: Terminal, stop: Stop) -> None
 
 
 async def _submit_and_follow(
-    server: Server, job: Job, args: argparse.Namespace, terminal: Terminal, stop: Stop
+    server: Server,
+    job: Job,
+    args: argparse.Namespace,
+    terminal: Terminal,
+    stop: Stop,
+    ticker: Ticker,
 ) -> Outcome | None:
-    stream: TextIO | None = None
-    if not args.quiet:
-        stream = terminal.err if args.json else terminal.out
-    progress = Progress(stream, stop)
+    """Create (or resume) the session and follow it; `ticker` keeps the status line going
+    until then."""
+    progress = Progress(_progress_stream(args, terminal), stop)
     after = None
     try:
         if job.resume is not None:
@@ -345,6 +409,8 @@ async def _submit_and_follow(
             record = await asyncio.to_thread(server.create, job.body)
     except Refused as e:  # what the daemon refuses here is what it was given (400, 413)
         raise CLIError(str(e), 2 if e.status in (400, 413) else 1) from None
+    finally:
+        ticker.stop()
     sid = record["id"]
     progress.note(f"session {sid} · {record['model']}")
     try:
