@@ -147,10 +147,10 @@ export interface EventDataMap {
     content: string;
     tool_calls?: Array<unknown> | null;
   };
-  /** Code run in the session's REPL — by the agent, or by a person (`source: user`). */
+  /** Code run in the session's REPL — by the agent, by a person (`source: user`), or by the harness before the first turn (`source: setup`: the imports its model profile promises the model). */
   cell: {
     code: string;
-    source: "agent" | "user";
+    source: "agent" | "user" | "setup";
     outputs: Array<{
       output_type: string;
     }>;

@@ -9,6 +9,7 @@ import urllib.parse
 from typing import Any
 
 from ..protocol.errors import PrimeError
+from ..util.format import fmt_interval
 from .common import CLIError, dump_json, read_store
 from .remote import call, find_server
 
@@ -166,7 +167,7 @@ def _when(ts: float | None) -> str:
 
 
 def _schedule_line(row: dict[str, Any]) -> str:
-    when = {"every": f"every {row['spec']} s", "at": f"at {row['spec']}"}.get(
+    when = {"every": f"every {fmt_interval(float(row['spec']))}", "at": f"at {row['spec']}"}.get(
         row["kind"], f"cron {row['spec']}"
     )
     owner = "you" if row["owner"] == "user" else row["owner"]

@@ -48,8 +48,12 @@ def _assistant(d: dict[str, Any], limit: int) -> list[str]:
     return [f"says: {clip(content, limit)}"] if content else []
 
 
+# Who ran a cell, by its `source`; the agent's are plain "cell".
+_CELL_SOURCES = {"user": "person's cell", "setup": "harness setup cell"}
+
+
 def _cell(d: dict[str, Any], limit: int) -> list[str]:
-    who = "person's cell" if d.get("source") == "user" else "cell"
+    who = _CELL_SOURCES.get(str(d.get("source")), "cell")
     count = f" [{d['execution_count']}]" if d.get("execution_count") else ""
     lines = [f"{who}{count} {d.get('status')}:"]
     lines += ["> " + line for line in str(d.get("code", "")).splitlines()]
@@ -89,11 +93,17 @@ def _compaction(d: dict[str, Any], limit: int) -> list[str]:
 
 
 def _snapshot(d: dict[str, Any], limit: int) -> list[str]:
-    skipped = ", ".join(d.get("skipped") or {})
-    return [
-        f"REPL saved ({d.get('reason', 'snapshot')}): {len(d.get('saved') or [])} names"
-        + (f"; not saved: {skipped}" if skipped else "")
-    ]
+    # What a snapshot leaves out stays in the live REPL: only a new kernel would lack it.
+    kept = len(d.get("saved") or [])
+    line = (
+        f"REPL snapshot ({d.get('reason', 'snapshot')}): {kept} "
+        f"{'name' if kept == 1 else 'names'} kept for a restart"
+    )
+    skipped = d.get("skipped") or {}
+    if skipped:
+        why = "; ".join(f"{name} ({reason})" for name, reason in skipped.items())
+        line += f"; a new kernel would lack {why}"
+    return [line]
 
 
 def _restore(d: dict[str, Any], limit: int) -> list[str]:

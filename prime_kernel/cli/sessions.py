@@ -8,7 +8,8 @@ import json
 import urllib.parse
 from typing import Any
 
-from .common import CLIError, dump_json, fmt_time, fmt_usage, read_store
+from ..util.format import fmt_cost, fmt_tokens
+from .common import CLIError, dump_json, fmt_time, fmt_usage, print_table, read_store
 from .remote import call, find_server
 from .render import render
 
@@ -59,12 +60,21 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if not rows:
         print("no sessions")
         return 0
-    for r in rows:
-        parent = f" ← {r['parent_id']}" if r["parent_id"] else ""
-        print(
-            f"{r['id']}  {r['state']:<9} {fmt_time(r['created'])}  {r.get('model') or '-':<22} "
-            f"{fmt_usage(r['usage']['subtree'])}  {r['name']}{parent}"
-        )
+    print_table(
+        ["ID", "STATE", "CREATED", "MODEL", "TOKENS", "COST", "TASK"],
+        [
+            [
+                r["id"],
+                r["state"],
+                fmt_time(r["created"]),
+                r.get("model") or "-",
+                fmt_tokens(r["usage"]["subtree"].get("total_tokens", 0)),
+                fmt_cost(r["usage"]["subtree"].get("cost", 0)),
+                r["name"] + (f" (child of {r['parent_id']})" if r["parent_id"] else ""),
+            ]
+            for r in rows
+        ],
+    )
     return 0
 
 

@@ -1035,7 +1035,9 @@ class Daemon(LoggingConfigurable):
             data["purpose"] = purpose
         self.emit(live, EventKind.MODEL_CALL, data)
 
-    async def run_cell(self, live: LiveSession, code: str) -> CellResult:
+    async def run_cell(self, live: LiveSession, code: str, source: str = "agent") -> CellResult:
+        """Run `code` in the session's REPL and record it as a cell of `source` (the agent's,
+        or "setup": the harness's own before the first turn)."""
         runner = live.runner
         if runner is None:
             raise PrimeError("the session has no kernel")
@@ -1060,7 +1062,7 @@ class Daemon(LoggingConfigurable):
         self._scrub(result)
         if result.names is not None:
             live.repl_names = result.names
-        self.emit(live, EventKind.CELL, result.to_json("agent"))
+        self.emit(live, EventKind.CELL, result.to_json(source))
         self._release_held(live)
         self._check_reach(result)
         if result.status in ("died", "killed"):

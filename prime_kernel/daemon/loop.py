@@ -53,7 +53,7 @@ class LoopHost(Protocol):
         self, live: LiveSession, messages: list[dict[str, Any]], tools: bool, **kwargs: Any
     ) -> Completion: ...
 
-    async def run_cell(self, live: LiveSession, code: str) -> CellResult: ...
+    async def run_cell(self, live: LiveSession, code: str, source: str = "agent") -> CellResult: ...
 
     def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]: ...
 
@@ -95,7 +95,7 @@ class AgentLoop:
         if not len(self.live.conversation):
             self.start_messages()
             if self.profile.setup:
-                await host.run_cell(self.live, self.profile.setup)
+                await host.run_cell(self.live, self.profile.setup, source="setup")
         limit = max_turns or min(host.max_turns, self.profile.max_turns or host.max_turns)
         budget = self.live.record.budget or {}
         if self.profile.max_seconds and budget.get("seconds") is None:

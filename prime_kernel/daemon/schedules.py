@@ -47,6 +47,7 @@ from ..protocol.errors import (
 )
 from ..protocol.events import EventKind
 from ..util.files import new_id
+from ..util.format import fmt_interval
 from . import budget as budget_rules
 from . import cron as cron_mod
 from . import timespec
@@ -151,9 +152,11 @@ class Schedule:
         return 1
 
     def describe(self) -> str:
-        return {"every": f"every {self.spec} s", "at": f"at {self.spec}", "cron": self.spec}[
-            self.kind
-        ]
+        return {
+            "every": f"every {fmt_interval(float(self.spec))}",
+            "at": f"at {self.spec}",
+            "cron": self.spec,
+        }[self.kind]
 
 
 def listing(

@@ -113,11 +113,13 @@ EVENTS: dict[EventKind, EventSpec] = {
         EventSpec(
             EventKind.CELL,
             "Cell",
-            "Code run in the session's REPL — by the agent, or by a person (`source: user`).",
+            "Code run in the session's REPL — by the agent, by a person (`source: user`), or by "
+            "the harness before the first turn (`source: setup`: the imports its model profile "
+            "promises the model).",
             _obj(
                 ["code", "source", "outputs", "status"],
                 code=_S,
-                source={"enum": ["agent", "user"]},
+                source={"enum": ["agent", "user", "setup"]},
                 outputs={"type": "array", "items": _OUTPUT},
                 status={
                     "enum": ["ok", "error", "timeout", "aborted", "cancelled", "died", "killed"]

@@ -60,8 +60,28 @@ def fmt_usage(u: dict[str, Any]) -> str:
         f"{fmt_tokens(u.get('total_tokens', 0))} tok "
         f"({fmt_tokens(u.get('prompt_tokens', 0))} in / "
         f"{fmt_tokens(u.get('completion_tokens', 0))} out), {fmt_cost(u.get('cost', 0))}, "
-        f"{int(u.get('model_calls', 0))} calls, {int(u.get('cells', 0))} cells"
+        f"{plural(int(u.get('model_calls', 0)), 'model call')}, "
+        f"{plural(int(u.get('cells', 0)), 'cell')}"
     )
+
+
+def plural(n: int, noun: str) -> str:
+    """`1 cell`, `2 cells`."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def fmt_interval(seconds: float) -> str:
+    """ "90s", "10m", "1h 30m" (the panel's formatInterval, labextension/src/longrun.ts)."""
+    if seconds < 60 and seconds != int(seconds):
+        return f"{seconds:.1f}".rstrip("0").rstrip(".") + "s"
+    rest = round(seconds)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        n, rest = divmod(rest, size)
+        if n:
+            parts.append(f"{n}{unit}")
+    # Two units say enough (a day-long interval's seconds are noise).
+    return " ".join(parts[:2]) or "0s"
 
 
 def fmt_time(ts: float | None) -> str:
