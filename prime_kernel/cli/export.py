@@ -89,6 +89,11 @@ def cmd_export(args: argparse.Namespace) -> int:
             )
         )
     except PrimeError as e:
+        if e.data.get("exists"):
+            raise CLIError(
+                f"{', '.join(e.data['exists'])} already exists (add --force to replace it)",
+                exit_code=1,
+            ) from None
         raise CLIError(e.message, exit_code=1) from None
     finally:
         if info is None:

@@ -132,7 +132,10 @@ def _write_notebook(export: Export, target: Path, force: bool, tmp_dir: Path | N
     if not force:
         existing = [str(p) for p in [target, *extra] if p.exists()]
         if existing:
-            raise Conflict(f"{', '.join(existing)} already exists (export with force to replace)")
+            raise Conflict(
+                f"{', '.join(existing)} already exists (export with force to replace)",
+                exists=existing,  # each front end names its own way to force (--force, a dialog)
+            )
     written: list[Path] = []
     try:
         for path, data in extra.items():
@@ -151,7 +154,9 @@ def _write_notebook(export: Export, target: Path, force: bool, tmp_dir: Path | N
 def _write_folder(export: Export, target: Path, force: bool, tmp_dir: Path | None) -> list[Path]:
     if target.exists():
         if not force:
-            raise Conflict(f"{target} already exists (export with force to replace it)")
+            raise Conflict(
+                f"{target} already exists (export with force to replace it)", exists=[str(target)]
+            )
         _check_replaceable(target)
     target.parent.mkdir(parents=True, exist_ok=True)
 

@@ -37,7 +37,8 @@ async def test_export_through_the_running_daemon(
     assert nb.metadata.prime.id == sid and f"]({child_id}.ipynb)" in by_kind(nb, "child")[0].source
 
     assert await cli(jp_root_dir, sid, "-o", str(out)) == 1
-    assert "already exists (export with force to replace)" in capsys.readouterr().err
+    # The CLI names its own option for replacing.
+    assert f"{out} already exists (add --force to replace it)" in capsys.readouterr().err
     assert await cli(jp_root_dir, sid, "-o", str(out), "--force") == 0
 
     folder = tmp_path / "tree"
@@ -48,7 +49,7 @@ async def test_export_through_the_running_daemon(
     child_nb = read(folder / f"{child_id}.ipynb")
     assert code_cells(child_nb)[0].metadata.prime.kind == "context"
     assert await cli(jp_root_dir, sid, "-o", str(folder), "--subtree") == 1
-    assert "already exists" in capsys.readouterr().err
+    assert f"{folder} already exists (add --force to replace it)" in capsys.readouterr().err
 
     # A folder with anything an export did not write is never replaced, even with --force.
     (folder / "mine.txt").write_text("keep me")
