@@ -4,7 +4,9 @@ A running daemon holds its store in SQLite's EXCLUSIVE mode; with none running, 
 commands (`sessions`, `show`, `export`, and the state checks of `send` and `cancel`) open it
 here instead of building a `Daemon`, whose imports (jupyter_client, the harness) take seconds.
 The JSON is the daemon's REST JSON (`Daemon.session_json`, `Daemon.list_sessions`), built from
-the same registry and accounting; no kernel runs, so `kernel_alive` is always false.
+the same registry and accounting; no kernel runs, so `kernel_alive` is always false, and no
+session is RUNNING, ADMITTED or IDLE whatever a stopped daemon left in its record
+(`recovery.unattended`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 
 from ..daemon.accounting import Accounting
 from ..daemon.listing import BRIEF_CHARS, Listing
+from ..daemon.records import SessionRecord
+from ..daemon.recovery import unattended
 from ..daemon.registry import SessionRegistry
 from ..daemon.schedules import Schedule, listing
 from ..daemon.store import SqliteStore
@@ -33,8 +37,17 @@ class StoreReader:
         # Not exclusive: a server starting meanwhile waits for these few reads, not for us.
         self.store = SqliteStore(directory, exclusive=False)
         self.store.open()
+        # What each session is now, not what a daemon that stopped left in its record: see
+        # `unattended` (the reason for each session shown otherwise, by id).
+        self.unattended: dict[str, str] = {}
+        rows = self.store.load_sessions()
+        for row in rows:
+            now = unattended(SessionRecord.from_row(row))
+            if now is not None:
+                row["state"] = now[0].value
+                self.unattended[row["id"]] = now[1]
         self.registry = SessionRegistry()
-        self.registry.load(self.store.load_sessions(), _read_only)
+        self.registry.load(rows, _read_only)
         self.accounting = Accounting(self.registry)
         # No kernel runs without a daemon; names were cut to the daemon's limit when stored.
         self.listing = Listing(self.registry, self.accounting, lambda _: False, lambda: BRIEF_CHARS)

@@ -82,6 +82,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ..protocol.errors import NotFound
 
     info = find_server(args.root)
+    note = None
     if info is not None:  # the running daemon holds the store: ask it
         record = call(info, "GET", f"sessions/{args.id}")
         events = call(info, "GET", f"sessions/{args.id}/events")["events"]
@@ -90,6 +91,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         try:
             record = reader.session_json(args.id)
             events = asyncio.run(reader.events(args.id))
+            note = reader.unattended.get(args.id)
         except NotFound as e:
             raise CLIError(e.message) from None
         finally:
@@ -97,11 +99,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"session": record, "events": events}, indent=2, default=str))
         return 0
-    print(render_session(record, events))
+    print(render_session(record, events, note))
     return 0
 
 
-def render_session(record: dict[str, Any], events: list[dict[str, Any]]) -> str:
+def render_session(
+    record: dict[str, Any], events: list[dict[str, Any]], note: str | None = None
+) -> str:
+    """The record, then its trajectory; `note`: why its state is not what the trajectory
+    last says (a server stopped)."""
     lines = [
         f"Session {record['id']} · {record['state']} · {record['kind']}",
         f"  task:    {record['prompt']}",
@@ -113,6 +119,8 @@ def render_session(record: dict[str, Any], events: list[dict[str, Any]]) -> str:
     ]
     if record.get("children"):
         lines.append(f"  children: {', '.join(record['children'])}")
+    if note:
+        lines.append(f"  note:    {note}")
     if record.get("error"):
         lines.append(f"  error:   {record['error']}")
     if record.get("answer_repr") is not None:

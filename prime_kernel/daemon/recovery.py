@@ -1,8 +1,10 @@
 """Sessions outlive the daemon: what a stop leaves behind, and how a new daemon picks it up.
 
 A clean stop (`suspend_all`) stops every run where it is, snapshots the REPLs it can within
-`Daemon.stop_snapshot_timeout`, and shuts the kernels down — leaving every record as it was, so
-nothing is marked failed. A crash leaves the same records, minus the snapshots.
+`Daemon.stop_snapshot_timeout`, and shuts the kernels down — leaving every agent's record as it
+was, so nothing is marked failed (the notebooks' sessions end: their kernels go with the server).
+A crash leaves the same records, minus the snapshots and with the notebooks' sessions open.
+While no daemon runs, `unattended` says what each such record stands for.
 
 On start, `reap_kernels` stops kernels a dead daemon left running (each kernel's pid and
 connection file are in the store; for a kernel on a gateway, the gateway's URL: it is asked to
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
 from .policy import code_blocks
+from .records import SessionRecord
 from .session import LiveSession
 
 if TYPE_CHECKING:
@@ -45,6 +48,22 @@ if TYPE_CHECKING:
 RESTARTED = (
     "The daemon that ran this session stopped (a restart or a crash) and a new one took it up."
 )
+NOTEBOOK_ENDED = "its notebook's kernel ended with the server that ran it"
+
+
+def unattended(record: SessionRecord) -> tuple[SessionState, str] | None:
+    """What a session is while no daemon runs, if not what its record says: a stopped daemon
+    (killed, or stopped cleanly: its records stay as they were) left it RUNNING, ADMITTED or
+    IDLE, but nothing runs it. A notebook's session ended with its kernel; an agent's waits
+    INACTIVE until a daemon takes it up (`adopt` below says the same when one starts)."""
+    if record.terminal or record.state == SessionState.INACTIVE:
+        return None
+    if not record.is_agent:
+        return SessionState.DONE, NOTEBOOK_ENDED
+    return SessionState.INACTIVE, (
+        f"unfinished: no server runs it since the one that did stopped; `prime-agent resume "
+        f"{record.id}` (or a Jupyter server on this root) takes it up"
+    )
 
 
 class Recovery:
@@ -81,6 +100,13 @@ class Recovery:
             *(daemon.release_kernel(lv) for lv in lives if lv.runner is not None),
             return_exceptions=True,
         )
+        # Notebook kernels end with the server (it shuts them down after its extensions): their
+        # sessions end now, while the store is open, as the next daemon would end them.
+        for record in list(daemon.registry):
+            if not record.is_agent and not record.terminal:
+                if record.kernel_id is not None:
+                    daemon.tokens.revoke(record.kernel_id)
+                daemon.lifecycle.change(record, SessionState.DONE, reason=NOTEBOOK_ENDED)
 
     # -- starting -----------------------------------------------------------------------------
     async def reap_kernels(self, launcher: KernelLauncher) -> None:
@@ -138,11 +164,7 @@ class Recovery:
             if record.terminal or record.id in daemon.live:
                 continue
             if not record.is_agent:
-                daemon.lifecycle.change(
-                    record,
-                    SessionState.DONE,
-                    reason="its notebook's kernel ended with the server that ran it",
-                )
+                daemon.lifecycle.change(record, SessionState.DONE, reason=NOTEBOOK_ENDED)
                 continue
             live = daemon.new_live(record)
             self._unloaded.add(record.id)

@@ -122,6 +122,12 @@ class PrimeApp(ExtensionApp):
         self.log.info("Prime daemon started; store at %s", self.daemon.store_dir)
 
     async def stop_extension(self) -> None:
+        if self.serverapp is not None and self.serverapp.event_logger is not None:
+            # The server shuts the notebooks' kernels down after its extensions stop: the
+            # daemon ends their sessions itself (Recovery.suspend_all), its store closed by then.
+            self.serverapp.event_logger.remove_listener(
+                schema_id=status.KERNEL_ACTIONS, listener=self._kernel_action
+            )
         if self.daemon is not None:
             await self.daemon.stop()
         if self._kernel_socket is not None:

@@ -1,5 +1,5 @@
 """A session an earlier `prime-agent run` left unfinished (it was killed) is not run again by
-the next `run`: it waits INACTIVE until `prime-agent resume ID`."""
+the next `run`: it waits INACTIVE until `prime-agent resume ID`, and says so meanwhile."""
 
 from __future__ import annotations
 
@@ -25,9 +25,19 @@ def test_a_killed_run_waits_for_resume(cli: CLI, root: Path) -> None:
     assert run.stdout is not None
     sid = read_until(run.stdout, "session ")[-1].split()[1]
     read_until(run.stdout, "turn 1 · model scripted/crash")
-    run.send_signal(signal.SIGKILL)  # no clean stop: the store says RUNNING
+    run.send_signal(signal.SIGKILL)  # no clean stop: its record says RUNNING
     run.wait(60)
-    assert cli.json("show", sid, root=root)["session"]["state"] == "RUNNING"
+    # But nothing runs it: with no server, it is shown as what it is.
+    assert cli.json("show", sid, root=root)["session"]["state"] == "INACTIVE"
+    listed = cli("sessions", root=root).stdout.splitlines()
+    assert listed[0].split() == ["ID", "STATE", "CREATED", "MODEL", "TOKENS", "COST", "TASK"]
+    assert listed[1].split()[:2] == [sid, "INACTIVE"]
+    shown = cli("show", sid, root=root).stdout.splitlines()
+    assert shown[0] == f"Session {sid} · INACTIVE · agent"
+    assert (
+        f"  note:    unfinished: no server runs it since the one that did stopped; "
+        f"`prime-agent resume {sid}` (or a Jupyter server on this root) takes it up"
+    ) in shown
 
     other = cli("run", "second", "--model", "scripted/other", "-q", root=root)
     assert (other.returncode, other.stdout) == (0, "1\n"), other.stderr

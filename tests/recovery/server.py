@@ -4,6 +4,7 @@ bench/bench_recovery.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +131,57 @@ class ServerProcess:
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)
+
+    def start_kernel(self, name: str = "prime-agent") -> str:
+        """A person's kernel (a notebook's) of this server; its id."""
+        req = urllib.request.Request(
+            f"{self.url}/api/kernels", data=json.dumps({"name": name}).encode(), method="POST"
+        )
+        req.add_header("Authorization", f"token {TOKEN}")
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            return str(json.loads(resp.read())["id"])
+
+    def execute(self, kernel_id: str, code: str, timeout: float = 120) -> dict[str, Any]:
+        """Run `code` in a kernel of this server as JupyterLab does (its websocket); the
+        reply's content, with the cell's text output as `output`."""
+        return asyncio.run(self._execute(kernel_id, code, timeout))
+
+    async def _execute(self, kernel_id: str, code: str, timeout: float) -> dict[str, Any]:
+        from tornado.websocket import websocket_connect
+
+        url = f"ws://127.0.0.1:{self.port}/api/kernels/{kernel_id}/channels?token={TOKEN}"
+        ws = await websocket_connect(url)
+        msg_id = uuid.uuid4().hex
+        header = {"msg_id": msg_id, "msg_type": "execute_request", "session": uuid.uuid4().hex}
+        request = {
+            "channel": "shell",
+            "header": {**header, "username": "user", "version": "5.3", "date": ""},
+            "parent_header": {},
+            "metadata": {},
+            "content": {"code": code, "silent": False, "store_history": True},
+        }
+        await ws.write_message(json.dumps(request))
+        output, reply, idle = [], None, False
+        try:
+            while reply is None or not idle:  # the reply (shell) and the outputs (iopub)
+                raw = await asyncio.wait_for(ws.read_message(), timeout)
+                assert raw is not None, "the kernel's websocket closed"
+                msg = json.loads(raw)
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind, content = msg["msg_type"], msg["content"]
+                if kind == "stream":
+                    output.append(content["text"])
+                elif kind in ("execute_result", "display_data"):
+                    output.append(content["data"].get("text/plain", "") + "\n")
+                elif kind == "error":
+                    output.append("\n".join(content["traceback"]))
+                elif kind == "execute_reply":
+                    reply = content
+                idle = idle or (kind == "status" and content["execution_state"] == "idle")
+        finally:
+            ws.close()
+        return {**reply, "output": "".join(output)}
 
     def wait(self, predicate: Any, timeout: float = 120, every: float = 0.2) -> Any:
         """Poll `predicate()` until it returns something true; that value."""
