@@ -39,9 +39,9 @@ def test_sigterm_ends_the_notebook_sessions_quietly(tmp_path: Path) -> None:
     # trajectory says why.
     runtime = tmp_path / "no-servers"
     runtime.mkdir()
+    cli = [sys.executable, "-m", "prime_kernel.cli.main", "--root", str(root)]
     shown = subprocess.run(
-        [sys.executable, "-m", "prime_kernel.cli.main", "--root", str(root)]
-        + ["show", notebook["id"], "--json"],
+        [*cli, "show", notebook["id"], "--json"],
         capture_output=True,
         text=True,
         env={**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)},
