@@ -8,16 +8,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..util.format import fmt_time, fmt_usage
 
 if TYPE_CHECKING:
-    from .offline import StoreReader
+    from .offline import StoreEditor, StoreReader
+
+S = TypeVar("S", bound="StoreReader")
 
 __all__ = [
     "CLIError",
     "dump_json",
+    "edit_store",
     "fmt_time",
     "fmt_usage",
     "print_table",
@@ -44,14 +47,26 @@ def resolved_root(root: str) -> Path:
 
 def read_store(root: str) -> StoreReader:
     """The records under ROOT read straight from its store (when no server holds it)."""
-    from ..protocol.errors import PrimeError
     from .offline import StoreReader
+
+    return _open_store(root, StoreReader)
+
+
+def edit_store(root: str) -> StoreEditor:
+    """The store under ROOT opened for the changes that need no daemon (when none holds it)."""
+    from .offline import StoreEditor
+
+    return _open_store(root, StoreEditor)
+
+
+def _open_store(root: str, kind: type[S]) -> S:
+    from ..protocol.errors import PrimeError
 
     path = resolved_root(root) / ".prime"
     if not (path / "prime.sqlite3").exists():
         raise CLIError(f"no Prime store in {path} (run `prime-agent run ...` there first)")
     try:
-        return StoreReader(path)
+        return kind(path)
     except PrimeError as e:
         raise CLIError(e.message, exit_code=1) from None
 

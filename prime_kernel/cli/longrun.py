@@ -6,12 +6,21 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import urllib.parse
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol.errors import PrimeError
 from ..util.format import fmt_interval
-from .common import CLIError, dump_json, read_store
+from .common import CLIError, dump_json, edit_store, read_store, resolved_root
 from .remote import call, find_server
+
+if TYPE_CHECKING:
+    from ..daemon.goals import Goals
+    from ..daemon.records import SessionRecord
+
+T = TypeVar("T")
+# Who a person's change is by (daemon/goals.py's USER, without importing it for a REST call).
+USER = "user"
 
 
 def add_commands(sub: Any) -> None:
@@ -69,10 +78,11 @@ def cmd_goal(args: argparse.Namespace) -> int:
                 raise CLIError(e.message) from None
             finally:
                 reader.close()
-    elif info is None:
-        raise CLIError(f"cannot change the goal of {args.id}: no running daemon serves this root")
     elif args.clear:
-        cleared = call(info, "DELETE", path)["cleared"]
+        if info is not None:
+            cleared = call(info, "DELETE", path)["cleared"]
+        else:
+            cleared = _offline_goal(args, lambda goals, record: goals.clear(record, USER))
         print("goal cleared" if cleared else "there was no goal")
         return 0
     else:
@@ -83,7 +93,10 @@ def cmd_goal(args: argparse.Namespace) -> int:
             if args.done is not None
             else {"progress": args.progress}
         )
-        goal = call(info, "PUT", path, body)["goal"]
+        if info is not None:
+            goal = call(info, "PUT", path, body)["goal"]
+        else:
+            goal = _offline_goal(args, lambda goals, record: goals.change(record, body, USER))
     if args.json:
         print(dump_json(goal))
     elif goal is None:
@@ -91,6 +104,18 @@ def cmd_goal(args: argparse.Namespace) -> int:
     else:
         print(_goal_text(goal))
     return 0
+
+
+def _offline_goal(args: argparse.Namespace, change: Callable[[Goals, SessionRecord], T]) -> T:
+    """Make a goal change in the store itself: with no server running, nothing else holds it,
+    and the session's model reads its goal from the record whenever it next runs."""
+    editor = edit_store(args.root)
+    try:
+        return change(editor.goals, editor.registry.get(args.id))
+    except PrimeError as e:
+        raise CLIError(e.message, exit_code=1) from None
+    finally:
+        editor.close()
 
 
 def _goal_text(goal: dict[str, Any]) -> str:
@@ -105,7 +130,14 @@ def _goal_text(goal: dict[str, Any]) -> str:
 def _live(args: argparse.Namespace, what: str) -> dict[str, Any]:
     info = find_server(args.root)
     if info is None:
-        raise CLIError(f"cannot {what}: no running daemon serves this root", exit_code=1)
+        root = resolved_root(args.root)
+        raise CLIError(
+            f"cannot {what}: no server runs on {root}, and schedules tick only while one does. "
+            f"Start one there and keep it running — `jupyter lab --ServerApp.root_dir={root}` "
+            f"(or `jupyter server --ServerApp.root_dir={root}`, without the browser) — then "
+            "run this command again",
+            exit_code=1,
+        )
     return info
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..daemon.accounting import Accounting
+from ..daemon.events import EventLog
+from ..daemon.goals import Goals
 from ..daemon.listing import BRIEF_CHARS, Listing
 from ..daemon.records import SessionRecord
 from ..daemon.recovery import unattended
@@ -24,6 +26,7 @@ from ..daemon.registry import SessionRegistry
 from ..daemon.schedules import Schedule, listing
 from ..daemon.store import SqliteStore
 from ..protocol.errors import NotFound
+from ..util.redact import Scrubber
 
 
 def _read_only(session_id: str, fields: dict[str, Any]) -> None:
@@ -33,9 +36,11 @@ def _read_only(session_id: str, fields: dict[str, Any]) -> None:
 class StoreReader:
     """A read-only view of the store in `directory` (ROOT/.prime)."""
 
+    # Not exclusive: a server starting meanwhile waits for these few reads, not for us.
+    exclusive = False
+
     def __init__(self, directory: Path) -> None:
-        # Not exclusive: a server starting meanwhile waits for these few reads, not for us.
-        self.store = SqliteStore(directory, exclusive=False)
+        self.store = SqliteStore(directory, exclusive=self.exclusive)
         self.store.open()
         # What each session is now, not what a daemon that stopped left in its record: see
         # `unattended` (the reason for each session shown otherwise, by id).
@@ -47,10 +52,13 @@ class StoreReader:
                 row["state"] = now[0].value
                 self.unattended[row["id"]] = now[1]
         self.registry = SessionRegistry()
-        self.registry.load(rows, _read_only)
+        self.registry.load(rows, self._sink())
         self.accounting = Accounting(self.registry)
         # No kernel runs without a daemon; names were cut to the daemon's limit when stored.
         self.listing = Listing(self.registry, self.accounting, lambda _: False, lambda: BRIEF_CHARS)
+
+    def _sink(self) -> Any:
+        return _read_only
 
     def close(self) -> None:
         asyncio.run(self.store.close())
@@ -86,3 +94,23 @@ class StoreReader:
         if not record.context_blob or not self.store.has_blob(record.context_blob):
             raise NotFound(f"session {session_id} has no context")
         return await self.store.get_blob(record.context_blob)
+
+
+class StoreEditor(StoreReader):
+    """The store opened to make, without a daemon, the changes that need none: a session's goal
+    (its model reads the goal from the record, in every prompt, whenever it next runs). The
+    daemon's own `Goals` makes them, recording its events, scrubbed of the secrets this process
+    knows (no session token is live with no daemon)."""
+
+    # While it writes, a server starting on the root waits (and it waits for a server's).
+    exclusive = True
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        scrubber = Scrubber()
+        self.goals = Goals(
+            self.registry, EventLog(self.store, scrub=lambda v: scrubber.scrub(v, ()))
+        )
+
+    def _sink(self) -> Any:
+        return self.store.update_session

@@ -22,7 +22,7 @@ from traitlets.config import LoggingConfigurable
 from .. import __version__
 from ..protocol.events import EventKind
 from ..protocol.states import SessionKind, SessionState
-from ..util.format import cap, fmt_usage
+from ..util.format import cap, fmt_interval, fmt_usage
 from ..util.redact import Redactor
 
 KERNELSPEC = {"name": "prime-agent", "display_name": "Prime Agent", "language": "python"}
@@ -529,9 +529,11 @@ class _Story:
 
     def schedule(self, cid: str, data: dict[str, Any]) -> Cells:
         owner = "a person" if data.get("owner") == "user" else f"`{data.get('owner')}`"
-        when = {"every": f"every {data.get('spec')} s", "at": f"at {data.get('spec')}"}.get(
-            str(data.get("kind")), f"cron `{data.get('spec')}`"
-        )
+        spec = data.get("spec")
+        if data.get("kind") == "every":
+            when = f"every {fmt_interval(float(spec or 0))}"  # kept as its seconds
+        else:
+            when = f"at {spec}" if data.get("kind") == "at" else f"cron `{spec}`"
         text = (
             f"**Schedule** `{data.get('schedule_id')}` {data.get('event')} ({when}, owned by "
             f"{owner}, to `{data.get('target_id')}`): {_text(data.get('message', ''))}"

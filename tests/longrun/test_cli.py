@@ -83,7 +83,7 @@ async def test_goal_and_schedule_commands(daemon, jp_fetch, jp_serverapp, script
     code, out, _ = await _cli(
         "--root", root, "schedule", "add", sid, "check", "--every", "1h", capsys=capsys
     )
-    assert code == 0 and f"every 3600.0 s → {sid}: 'check' (owner you" in out
+    assert code == 0 and f"every 1h → {sid}: 'check' (owner you" in out
     hid = out.split()[1].rstrip(":")
     code, out, err = await _cli(
         "--root", root, "schedule", "add", sid, "x", "--cron", "99 * * * *", capsys=capsys

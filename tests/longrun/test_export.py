@@ -100,7 +100,7 @@ def test_goals_continuations_gates_schedules_and_memory_are_shown() -> None:
     assert gate.startswith("**Gate failed**: `pytest -q` (exit status 1, 1.5 s)")
     assert "3 failed, 2 passed" in gate
     (schedule,) = _kind(nb, "schedule")
-    assert "`h1` created (every 600.0 s, owned by a person" in schedule
+    assert "`h1` created (every 10m, owned by a person" in schedule
     (memory,) = _kind(nb, "gc")
     assert memory == "*Memory at a compaction:* spilled to disk: `df` (20000000 bytes)."
     assert nbformat.reads(nbformat.writes(nb), as_version=4) == nb
