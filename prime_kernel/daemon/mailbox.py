@@ -124,7 +124,11 @@ class Mailbox:
         if to in GROUPS:
             targets = [r for rel, r in reach if rel == GROUPS[to]]
             if not targets:
-                what = "no parent (it is a root session)" if to == "parent" else f"no {to}"
+                what = f"no {to}"
+                if to == "parent":
+                    what += " (it is a root session)"
+                    if not caller.record.is_agent:  # send("parent", ...) is an agent's call
+                        what += "; a notebook messages the agents it started: send(h, ...)"
                 raise NotFound(f"session {caller.id} has {what}")
             return targets
         by_id = [r for _, r in reach if r.id == to]

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 def main() -> None:
     # Before IPython is imported: take the capability and apply the limits first.
+    from . import capability
     from .boot import boot
+    from .client import credentials
 
     boot()
+    if not all(credentials()):  # its server has no daemon to call
+        capability.started_without_daemon()
 
     from traitlets.config import Config
 

@@ -14,7 +14,19 @@ from typing import Any
 
 TARGET = "prime_kernel.capability"
 
-_state = {"pending": False, "error": ""}
+_state = {"pending": False, "error": "", "standalone": False}
+
+STANDALONE = (
+    "this kernel was not started by a server with prime_kernel: open it in JupyterLab or use "
+    "%load_ext prime_kernel there"
+)
+
+
+def started_without_daemon() -> None:
+    """A "Prime Agent" kernel whose starter handed it no capability: nbclient, nbconvert, a
+    Jupyter server without the prime_kernel extension. Only a frontend's answer (if one ever
+    comes) can connect it now."""
+    _state["standalone"] = True
 
 
 def request() -> None:
@@ -47,11 +59,13 @@ def request() -> None:
 
 def status() -> str:
     """Why this kernel has no capability yet, for the NotConnected message ('' if unknown)."""
+    if _state["error"]:
+        return f"the request for a capability failed: {_state['error']}"
+    if _state["standalone"]:
+        return STANDALONE
     if _state["pending"]:
         return (
             "the capability `%load_ext prime_kernel` asked for has not arrived yet: it comes "
             "after the cell that ran %load_ext finishes, so call rlm() in the next cell"
         )
-    if _state["error"]:
-        return f"the request for a capability failed: {_state['error']}"
     return ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..protocol.errors import InvalidRequest
 from .primitives import POLL_SECONDS, Handle, client
 
 GROUPS = ("children", "siblings")
@@ -34,7 +35,7 @@ def recv(timeout: float | None = None) -> dict[str, Any] | None:
     if timeout is not None and (
         isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
     ):
-        raise ValueError(
+        raise InvalidRequest(
             f"timeout must be a non-negative number of seconds or None, not {timeout!r}"
         )
     deadline = None if timeout is None else time.monotonic() + timeout

@@ -13,7 +13,13 @@ import time
 from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
-from ..protocol.errors import BudgetExceeded, Cancelled, ChildBudgetExceeded, ChildFailed
+from ..protocol.errors import (
+    BudgetExceeded,
+    Cancelled,
+    ChildBudgetExceeded,
+    ChildFailed,
+    InvalidRequest,
+)
 from ..protocol.states import TERMINAL as ENDED
 from ..protocol.states import SessionState
 from . import safe_pickle
@@ -50,7 +56,9 @@ def client() -> DaemonClient:
 
 def _check_timeout(timeout: float | None) -> None:
     if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
-        raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
+        raise InvalidRequest(
+            f"timeout must be a positive number of seconds or None, not {timeout!r}"
+        )
 
 
 def _pickle(value: Any, what: str) -> bytes:
@@ -190,7 +198,7 @@ def _rlm_request(
     **options: Any,
 ) -> dict[str, Any]:
     if not isinstance(prompt, str) or not prompt.strip():
-        raise ValueError("rlm() needs a non-empty prompt string")
+        raise InvalidRequest("rlm() needs a non-empty prompt string")
     body: dict[str, Any] = {"prompt": prompt}
     body.update({k: v for k, v in options.items() if v is not None})
     if has_context:
@@ -248,12 +256,16 @@ class _RLM:
         ctx = list(contexts) if contexts is not None else None
         if isinstance(prompts, str):
             if ctx is None:
-                raise ValueError("rlm.map() with one prompt needs contexts=[...] to fan out over")
+                raise InvalidRequest(
+                    "rlm.map() with one prompt needs contexts=[...] to fan out over"
+                )
             prompt_list = [prompts] * len(ctx)
         else:
             prompt_list = list(prompts)
         if ctx is not None and len(ctx) != len(prompt_list):
-            raise ValueError(f"rlm.map() got {len(prompt_list)} prompts but {len(ctx)} contexts")
+            raise InvalidRequest(
+                f"rlm.map() got {len(prompt_list)} prompts but {len(ctx)} contexts"
+            )
         bodies = [
             _rlm_request(
                 p,
@@ -433,7 +445,10 @@ def _all_exports() -> dict[str, Any]:
 
 
 def install(ipython: Any) -> None:
+    from . import tracebacks
+
     ipython.push(_all_exports(), interactive=False)
+    tracebacks.install()
 
 
 def uninstall(ipython: Any) -> None:
