@@ -152,8 +152,8 @@ class Autonomy(LoggingConfigurable):
         if remaining > 0:
             try:
                 await loop.run(remaining)
-            except TurnLimitReached:
-                return f"it used its {plan['turns']} turns"
+            except TurnLimitReached as e:  # its turns, its time, or the model repeating itself
+                return f"it used its {plan['turns']} turns" if e.turns else e.what
             except ContinuationLimit as e:
                 return str(e)
             return "it answered"

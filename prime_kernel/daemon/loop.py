@@ -32,7 +32,13 @@ T = TypeVar("T")
 
 
 class TurnLimitReached(Exception):
-    pass
+    """The loop stopped without an answer. `what` says why, without the model profile's
+    advice the message adds; `turns`: because its turns ran out (not its time, not repeats)."""
+
+    def __init__(self, message: str, what: str = "", *, turns: bool = False) -> None:
+        super().__init__(message)
+        self.what = what or message
+        self.turns = turns
 
 
 class LoopHost(Protocol):
@@ -119,9 +125,7 @@ class AgentLoop:
                 return
             if self.live.answered:
                 return
-        raise TurnLimitReached(
-            self.give_up(f"the turn limit ({limit}) was reached without an answer")
-        )
+        raise self.give_up(f"the turn limit ({limit}) was reached without an answer", turns=True)
 
     async def model_turn(self) -> dict[str, Any]:
         """One model call; the reply, with the prefill it continued, as an assistant message."""
@@ -187,11 +191,9 @@ class AgentLoop:
         self.retry = repeated > 0 or not all(run.ok for run in runs)
         self.prefill = "" if self.tools else profile.prefill
         if repeated >= profile.max_repeats:
-            raise TurnLimitReached(
-                self.give_up(
-                    f"the model repeated the same code with the same output {repeated + 1} "
-                    "times without answering"
-                )
+            raise self.give_up(
+                f"the model repeated the same code with the same output {repeated + 1} "
+                "times without answering"
             )
         notes = []
         hint = policy.error_hint(runs[-1].text) if profile.error_hints and self.retry else None
@@ -207,7 +209,7 @@ class AgentLoop:
 
     def check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise TurnLimitReached(self.give_up(self.time_limit_text()))
+            raise self.give_up(self.time_limit_text())
 
     async def within_deadline(self, work: Awaitable[T], what: str) -> T:
         """Await `work`, cancelled at the profile's time limit (a cancelled cell is interrupted,
@@ -217,14 +219,16 @@ class AgentLoop:
         try:
             return await asyncio.wait_for(work, max(0.0, self.deadline - time.monotonic()))
         except asyncio.TimeoutError:
-            raise TurnLimitReached(self.give_up(f"{self.time_limit_text()} ({what})")) from None
+            raise self.give_up(f"{self.time_limit_text()} ({what})") from None
 
     def time_limit_text(self) -> str:
         return f"the time limit ({self.profile.max_seconds:g} s) was reached without an answer"
 
-    def give_up(self, what: str) -> str:
+    def give_up(self, what: str, *, turns: bool = False) -> TurnLimitReached:
+        """The error ending the loop without an answer because `what`, with the profile's
+        advice (a small model's: try a bigger one)."""
         hint = self.profile.give_up_hint.format(model=self.model)
-        return f"{what}; {hint}" if hint else what
+        return TurnLimitReached(f"{what}; {hint}" if hint else what, what, turns=turns)
 
     async def execute(self, code: str) -> policy.CellRun:
         host = self.host

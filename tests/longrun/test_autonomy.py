@@ -129,3 +129,17 @@ async def test_bad_autonomous_options_start_nothing(daemon, jp_fetch, user_kerne
     assert out.startswith("InvalidRequest the gate's command 'no-such-program-xyz' does not exist")
     assert len([r for r in daemon.registry if r.is_agent]) == 0
     assert len(daemon.registry) - before <= 1  # at most the notebook's own session
+
+
+async def test_a_continuation_ended_by_repeats_says_so(daemon, jp_fetch, script):
+    # The same code with the same output six times: the loop gives up on the continuation
+    # (a model's limit of repeats), well before its 12 turns.
+    model = script([{"code": "print('same')"}] * 6 + [{"code": "answer('moved on')"}])
+    sid = await start_session(jp_fetch, "repeat", model=model, autonomous={"turns": 12})
+    await _ended(daemon, sid)
+    record = await get_session(jp_fetch, sid)
+    assert (record["state"], record["answer_repr"]) == ("DONE", "'moved on'")
+    continuations = [e["data"] for e in await events(daemon, sid, "continuation")]
+    assert continuations[1]["reason"] == (
+        "the model repeated the same code with the same output 6 times without answering"
+    )
