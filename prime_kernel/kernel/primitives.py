@@ -7,10 +7,19 @@ the caller's token — so code that rewrites these functions gains nothing.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import pickle
 import time
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import (
+    Generator,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Sequence,
+    ValuesView,
+)
 from typing import Any
 
 from ..protocol.errors import (
@@ -330,8 +339,31 @@ def llm_query_batched(prompts: Sequence[str], model: str | None = None) -> list[
     return llm.batch(prompts, model=model)
 
 
+# Most items an iterator given to answer() is read for (more: a list must be passed).
+MAX_ITERATOR_ITEMS = 1_000_000
+
+
+def _materialised(value: Any) -> Any:
+    """A one-shot iterator (a generator, map(), reversed(), iter(range())) or a dict view as the
+    list of what it yields: the value it stands for, where the iterator itself would arrive
+    as `<range_iterator object at 0x…>` (or not pickle at all)."""
+    if isinstance(value, (KeysView, ValuesView, ItemsView)):
+        return list(value)
+    if not isinstance(value, Iterator):
+        return value
+    items = list(itertools.islice(value, MAX_ITERATOR_ITEMS + 1))
+    if len(items) > MAX_ITERATOR_ITEMS:
+        raise InvalidRequest(
+            f"answer() got an iterator of more than {MAX_ITERATOR_ITEMS} items; pass a list "
+            "(or a summary) instead"
+        )
+    return items
+
+
 def answer(value: Any) -> None:
-    """Finish this session with `value`, returned to whoever started it as a Python object."""
+    """Finish this session with `value`, returned to whoever started it as a Python object
+    (an iterator as the list of its items)."""
+    value = _materialised(value)
     data = _pickle(value, "the answer")
     text = repr(value)
     if len(text) > 2000:

@@ -73,6 +73,17 @@ async def test_rlm_paper_aliases(daemon, user_kernel, script):
     assert await nb.value(f"rlm('sum', model={model!r}).result()") == "45"
 
 
+async def test_an_iterator_answer_arrives_as_its_items(daemon, user_kernel, script):
+    # A one-shot iterator would arrive as `<range_iterator object at 0x…>`: its items instead.
+    model = script([{"code": "answer(reversed(range(1, 4)))"}])
+    nb = await user_kernel()
+    sid = (await nb.value(f"h = rlm('count down', model={model!r}); h.session_id")).strip("'")
+    assert await nb.value("h.result()") == "[3, 2, 1]"
+    assert daemon.registry.get(sid).answer_repr == "[3, 2, 1]"
+    model = script([{"code": "answer({'a': 1}.keys())"}])
+    assert await nb.value(f"rlm('keys', model={model!r}).result()") == "['a']"
+
+
 async def test_fenced_code_fallback(daemon, user_kernel, script):
     # A model without tool calling: the ```python blocks of its reply are run.
     model = script(
