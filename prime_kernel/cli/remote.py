@@ -103,6 +103,8 @@ def call(
                     exit_code=1,
                 ) from None
             raise CLIError(f"HTTP {e.code} from {url}", exit_code=1) from None
+        if e.code == 503 and reply.get("stopping"):
+            raise Unreachable(f"the daemon at {info['url']} is stopping") from None
         raise Refused(str(reply["message"]), e.code) from None
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)

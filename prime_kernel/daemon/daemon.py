@@ -364,6 +364,8 @@ class Daemon(LoggingConfigurable):
         self._notebook_locks: dict[str, asyncio.Lock] = {}
         self._kept: OrderedDict[str, asyncio.Task[None]] = OrderedDict()
         self._opened = False
+        # Set when stop() begins: the server refuses requests from then on.
+        self.stopping = False
         # Set once start() made the pool: the server takes requests before that (start runs
         # after it listens and imports litellm), so sessions created early wait for it.
         self._started = asyncio.Event()
@@ -454,6 +456,7 @@ class Daemon(LoggingConfigurable):
     async def stop(self) -> None:
         """A clean stop: what runs is stopped and left resumable, REPLs are snapshotted."""
         global _current
+        self.stopping = True
         await self.recovery.suspend_all()
         for task in list(self._background):
             task.cancel()

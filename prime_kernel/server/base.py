@@ -38,6 +38,13 @@ class PrimeHandler(ExtensionHandlerMixin, APIHandler):
     def daemon(self) -> Daemon:
         return self.settings["prime_daemon"]
 
+    async def prepare(self, **kwargs: Any) -> None:
+        await super().prepare(**kwargs)
+        if self.daemon.stopping:
+            # Its store closes next: a request taken now would fail halfway. A client that
+            # follows a session says the server went away (the session can be resumed).
+            raise Unavailable("the server is stopping", stopping=True)
+
     # -- errors ---------------------------------------------------------------------------------
     def _handle_request_exception(self, e: BaseException) -> None:
         if isinstance(e, PrimeError) and not self._finished:

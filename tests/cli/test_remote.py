@@ -42,7 +42,8 @@ def test_run_goes_to_the_running_server(
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert (result["state"], result["answer"]) == ("DONE", "HELLO FROM STDIN")
-    assert "answer: 'HELLO FROM STDIN'" in proc.stderr  # --json: progress on stderr
+    # --json: progress on stderr; the answer once, in the result.
+    assert "> answer(context.upper())" in proc.stderr and "HELLO" not in proc.stderr
     sid = result["id"]
     assert [s["id"] for s in server.get("sessions")["sessions"]] == [sid]
     assert not list((root / ".prime").glob("logs/*"))  # no server of its own was started
