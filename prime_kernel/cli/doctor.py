@@ -46,17 +46,28 @@ def report(sandbox: Any, root: Path) -> dict[str, Any]:
     return out
 
 
+def server_config() -> Any:
+    """The config a Jupyter server started here would read (`jupyter_server_config.py`/`.json`
+    and their `.d` folders on the Jupyter config path), read as its ServerApp reads them
+    (jupyter_core's JupyterApp), without importing jupyter_server: that takes a second."""
+    from jupyter_core.application import JupyterApp
+
+    class ServerConfig(JupyterApp):
+        name = "jupyter-server"  # its config file: jupyter_server_config
+
+    app = ServerConfig()
+    app.load_config_file()
+    return app.config
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from jupyter_server.serverapp import ServerApp
     from traitlets.config import Config
     from traitlets.config.loader import KVArgParseConfigLoader
 
     from ..daemon.sandbox import Sandbox
 
     # The server's own config files (c.Sandbox.* lives in jupyter_server_config), then --config.
-    app = ServerApp()
-    app.load_config_file()
-    config = Config(app.config)
+    config = Config(server_config())
     try:
         config.merge(KVArgParseConfigLoader([f"--{c}" for c in args.config]).load_config())
     except Exception as e:

@@ -371,8 +371,6 @@ def cmd_refine(args: argparse.Namespace) -> int:
 
 
 def cmd_refinements(args: argparse.Namespace) -> int:
-    from ..harness import refine
-
     def action(h: Harness) -> int:
         if args.action == "list":
             rows = h.versions().refinements()
@@ -400,6 +398,8 @@ def cmd_refinements(args: argparse.Namespace) -> int:
             return 0
         if not args.id:
             raise CLIError(f"`refinements {args.action}` needs a refinement id")
+        from ..harness import refine  # checks edits against schemas: jsonschema (not to list)
+
         edits = args.edits or None
         if args.action == "show":
             record = refine.get_refinement(h, args.id)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from prime_kernel.cli.common import print_table
 from prime_kernel.cli.render import RENDERERS, render
 from prime_kernel.protocol.events import EVENTS, EventKind
+from prime_kernel.util.format import fmt_interval, fmt_usage
 
 SAMPLES: dict[str, Any] = {
     "string": "text",
@@ -52,3 +54,45 @@ def test_a_cell_shows_its_code_then_its_output() -> None:
 
 def test_an_unknown_kind_shows_its_data() -> None:
     assert render({"kind": "newer", "data": {"x": 1}}) == ['newer: {"x": 1}']
+
+
+def test_the_harness_setup_cell_is_not_the_agents() -> None:
+    event = {
+        "kind": "cell",
+        "data": {"code": "import math", "source": "setup", "status": "ok", "outputs": []},
+    }
+    assert render(event)[0] == "harness setup cell ok:"
+
+
+def test_a_snapshot_says_what_a_new_kernel_would_lack_and_why() -> None:
+    data = {"reason": "turn", "saved": ["math", "n"], "skipped": {"f": "defined in the REPL"}}
+    assert render({"kind": "snapshot", "data": data}) == [
+        "REPL snapshot (turn): 2 names kept for a restart; a new kernel would lack f "
+        "(defined in the REPL)"
+    ]
+
+
+def test_usage_counts_read_as_words() -> None:
+    one = {"total_tokens": 5, "prompt_tokens": 4, "completion_tokens": 1, "model_calls": 1}
+    assert fmt_usage({**one, "cells": 1}).endswith("$0, 1 model call, 1 cell")
+    assert fmt_usage({**one, "model_calls": 2}).endswith("$0, 2 model calls, 0 cells")
+
+
+def test_intervals_read_as_a_person_writes_them() -> None:
+    assert [fmt_interval(s) for s in (600, 5400, 90, 1.5, 86405, 0)] == [
+        "10m",
+        "1h 30m",
+        "1m 30s",
+        "1.5s",
+        "1d 5s",
+        "0s",
+    ]
+
+
+def test_a_table_has_a_header_and_columns(capsys: Any) -> None:
+    print_table(["ID", "STATE", "TASK"], [["s1", "DONE", "a"], ["s22", "INACTIVE", "b c"]])
+    assert capsys.readouterr().out.splitlines() == [
+        "ID   STATE     TASK",
+        "s1   DONE      a",
+        "s22  INACTIVE  b c",
+    ]

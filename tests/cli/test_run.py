@@ -113,9 +113,19 @@ def test_a_terminal_shows_what_the_run_waits_for(cli: CLI, root: Path) -> None:
     os.close(terminal)
     assert run.wait(60) == 0
     text = shown.decode()
+    # At once: the first line, then a status line while the server starts.
+    assert text.startswith(f"starting a server for {root} (about 15 s the first time)…\r\n")
+    assert text.index("starting a server · 0s") < text.index("session ")
     # A status line redrawn in place while the model thinks, its seconds counting up.
     assert "turn 1: waiting for scripted/slow · 2s" in text and "\r\x1b[K" in text
-    assert "Answer: 7" in text
+    # The answer and the end are said once, at the end.
+    lines = [line.rsplit("\r\x1b[K", 1)[-1] for line in text.split("\r\n")]
+    assert "Answer: 7" in lines and "answer: 7" not in lines and "DONE" not in lines
+    assert any(line.startswith("Session ") and "1 model call, 1 cell" in line for line in lines)
+    # The next run says how long this one's server took to start.
+    rerun = cli("run", "seven", "--model", "scripted/slow", root=root)
+    assert rerun.stdout.startswith(f"starting a server for {root} (about "), rerun.stdout
+    assert " s last time)…\n" in rerun.stdout.splitlines()[0] + "\n"
 
 
 def test_quiet_prints_only_the_answer(cli: CLI, root: Path, tmp_path: Path) -> None:
@@ -167,3 +177,5 @@ def test_readme_main_command_on_the_embedded_model(cli: CLI, root: Path) -> None
     kinds = [e["kind"] for e in shown["events"]]
     assert kinds.count("model_call") == record["usage"]["own"]["model_calls"] >= 1
     assert "cell" in kinds and "answer" in kinds
+    # The imports the small model is promised are the harness's own cell, said so.
+    assert "harness setup cell [1] ok:\n  > import csv, math, re, statistics" in proc.stdout

@@ -60,7 +60,10 @@ def test_cli_edit_history_rollback(root: Path, capsys: pytest.CaptureFixture[str
     )
     assert "now version 2" in capsys.readouterr().err
     assert run(root, "harness", "list") == 0
-    assert "spec    reviewer" in capsys.readouterr().out
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split() == ["KIND", "ID", "VERSION", "SCOPE", "SUMMARY"]
+    assert row.split()[:4] == ["spec", "reviewer", "v2", "project"]
+    assert row.index("reviewer") == header.index("ID")  # in columns
     assert run(root, "harness", "history", "spec", "reviewer") == 0
     out = capsys.readouterr().out
     assert "v1" in out and "v2" in out and "be thorough" in out
@@ -99,10 +102,20 @@ def test_cli_refine_and_review(root: Path, script, capsys: pytest.CaptureFixture
             }
         ]
     )
+    assert run(root, "refinements") == 0  # none yet: says how to get one
+    assert capsys.readouterr().out == (
+        "no refinements yet: `prime-agent refine` asks a model to propose harness edits from "
+        "recent sessions (they wait here for review)\n"
+    )
     assert run(root, "refine", "--model", model, "shorter", "answers") == 0
     out = capsys.readouterr().out
     assert "proposed" in out and "[0] pending  create note be-brief" in out
     rid = out.split()[1]
+    assert run(root, "refinements") == 0
+    header, row, hint = capsys.readouterr().out.splitlines()
+    assert header.split() == ["ID", "STATUS", "CREATED", "SUMMARY"]
+    assert row.startswith(f"{rid}  proposed") and row.endswith("Add a note")
+    assert hint == "details: prime-agent refinements show ID"
     assert not (root / ".prime" / "harness" / "notes" / "be-brief.md").exists()
     assert run(root, "refinements", "approve", rid) == 0
     assert (root / ".prime" / "harness" / "notes" / "be-brief.md").is_file()
