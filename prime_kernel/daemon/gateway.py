@@ -179,8 +179,22 @@ async def _get(q: asyncio.Queue[dict[str, Any]], timeout: float | None) -> dict[
 
 def _reason(e: BaseException) -> str:
     if isinstance(e, HTTPClientError) and e.code != 599:
-        return f"HTTP {e.code} {e.message or ''}".strip()
+        said = _said(e)
+        return f"HTTP {e.code}: {said}" if said else f"HTTP {e.code} {e.message or ''}".strip()
     return str(getattr(e, "real_error", None) or e) or type(e).__name__
+
+
+def _said(e: HTTPClientError) -> str:
+    """What the gateway said in its error reply (the `message` of its JSON: tornado's, as both
+    gateways send it), if anything."""
+    body = getattr(e.response, "body", None) if e.response is not None else None
+    try:
+        reply = json.loads(body or b"")
+    except (ValueError, TypeError):
+        return ""
+    if not isinstance(reply, dict):
+        return ""
+    return str(reply.get("message") or reply.get("reason") or "").strip()[:500]
 
 
 @dataclass
@@ -221,9 +235,11 @@ class GatewayLauncher(KernelLauncher):
     env = Dict(
         value_trait=Unicode(),
         config=True,
-        help="More variables for the kernels' environment, e.g. KERNEL_NAMESPACE or "
-        "KERNEL_USERNAME for Enterprise Gateway (gateways forward KERNEL_* variables; others "
-        "only if allowed: KG_ENV_WHITELIST, EG_CLIENT_ENVS).",
+        help="Variables for the kernels' environment, e.g. KERNEL_NAMESPACE or KERNEL_USERNAME "
+        "for Enterprise Gateway. The server's own KERNEL_* variables are sent too, as "
+        "jupyter_server's gateway client sends them; these win over them. Gateways forward "
+        "KERNEL_* variables to the kernel; others only if allowed (KG_ENV_WHITELIST, "
+        "EG_CLIENT_ENVS).",
     )
     connect_timeout = Float(20.0, config=True, help="Seconds to connect to the gateway.")
     request_timeout = Float(
@@ -284,13 +300,7 @@ class GatewayLauncher(KernelLauncher):
             response = await self._http.fetch(request)
         except HTTPClientError as e:
             if e.code in (401, 403):
-                raise KernelsUnavailable(
-                    f"the kernel gateway at {self.url} refused our credentials (HTTP {e.code}): "
-                    "check c.GatewayLauncher.auth_token (or PRIME_GATEWAY_AUTH_TOKEN) and "
-                    "c.GatewayLauncher.headers",
-                    gateway=self.url,
-                    status=e.code,
-                ) from None
+                raise self._refused(e) from None
             if isinstance(e, HTTPTimeoutError):
                 # Slow is not down: say which limit ran out, and where it is set.
                 if "connecting" in (e.message or ""):
@@ -310,6 +320,27 @@ class GatewayLauncher(KernelLauncher):
         except OSError as e:
             raise self._unreachable(e) from None
         return json.loads(response.body) if response.body else None
+
+    def _refused(self, e: HTTPClientError) -> KernelsUnavailable:
+        """A 401 or 403: the gateway's own reason when it gives one (Enterprise Gateway: "User
+        'root' is not authorized to start kernel …"), else what to check here."""
+        said = _said(e)
+        if said and e.code == 403:
+            what = f"refused the request (HTTP 403): {said}"
+            if "KERNEL_" in said:
+                what += (
+                    " (this server sends its own KERNEL_* variables; c.GatewayLauncher.env "
+                    "sets more)"
+                )
+        else:
+            what = (
+                f"refused our credentials (HTTP {e.code}{': ' + said if said else ''}): check "
+                "c.GatewayLauncher.auth_token (or PRIME_GATEWAY_AUTH_TOKEN) and "
+                "c.GatewayLauncher.headers"
+            )
+        return KernelsUnavailable(
+            f"the kernel gateway at {self.url} {what}", gateway=self.url, status=e.code
+        )
 
     def _unreachable(self, e: BaseException) -> KernelsUnavailable:
         return KernelsUnavailable(
@@ -338,7 +369,7 @@ class GatewayLauncher(KernelLauncher):
         }
         body = {
             "name": self.remote_kernel_name or self.kernel_name,
-            "env": {**self.env, BOOT_ENV: json.dumps(boot)},
+            "env": {**self.kernel_env(), BOOT_ENV: json.dumps(boot)},
         }
         try:
             model = await self._request("POST", "/api/kernels", body, timeout=self.start_timeout)
@@ -356,6 +387,14 @@ class GatewayLauncher(KernelLauncher):
         self.tokens.rename(pending, kernel_id)
         self._kernels[kernel_id] = _Remote()
         return kernel_id
+
+    def kernel_env(self) -> dict[str, str]:
+        """What a start request asks for the kernel's environment: the server's KERNEL_*
+        variables (Enterprise Gateway reads KERNEL_USERNAME, KERNEL_NAMESPACE, ... from them;
+        its docs tell a server to set KERNEL_USERNAME), then `env`, which wins."""
+        inherited = {k: v for k, v in os.environ.items() if k.startswith("KERNEL_")}
+        inherited.pop(BOOT_ENV, None)  # each kernel gets its own
+        return {**inherited, **self.env}
 
     def restartable(self, kernel_id: str) -> bool:
         """Never: a remote kernel that died or would not stop is replaced by a new one (the
