@@ -36,7 +36,9 @@ import type { IServerStatus } from './security';
 export class PrimeAPIError extends Error {
   constructor(
     message: string,
-    readonly status: number
+    readonly status: number,
+    /** The daemon's error reply (`{error, message, ...}`), when it sent one. */
+    readonly data: Record<string, unknown> = {}
   ) {
     super(message);
     this.name = 'PrimeAPIError';
@@ -87,7 +89,8 @@ export class PrimeAPI {
       }
     }
     if (!response.ok) {
-      throw new PrimeAPIError(errorMessage(data, response), response.status);
+      const reply = data && typeof data === 'object' ? (data as Record<string, unknown>) : {};
+      throw new PrimeAPIError(errorMessage(data, response), response.status, reply);
     }
     return data as T;
   }

@@ -5,7 +5,7 @@
  * row under the context menu, or the session view in front.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { Dialog, ICommandPalette, InputDialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
+import { Dialog, ICommandPalette, InputDialog, Notification, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { closeIcon, consoleIcon, downloadIcon, buildIcon, LabIcon, stopIcon } from '@jupyterlab/ui-components';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
@@ -185,46 +185,68 @@ export function addSessionCommands(app: JupyterFrontEnd, options: ISessionComman
   });
 
   add(CommandIDs.exportNotebook, {
-    label: trans.__('Export Agent as Notebook'),
-    caption: trans.__('Export the trajectory as a notebook and open it'),
+    label: trans.__('Export Agent as Notebook…'),
+    caption: trans.__('Export the trajectory as a notebook, at a path you choose'),
     icon: downloadIcon,
     enabled: () => true,
     run: async s => {
-      let subtree = false;
-      let withContext = false;
-      const choices = exportChoices(s, sessions.sessions);
-      if (choices.subtree || choices.withContext) {
-        const choice = await showDialog({
-          title: trans.__('Export as notebook'),
-          body: new ExportOptions(choices, trans),
-          buttons: [Dialog.cancelButton({ label: trans.__('Cancel') }), Dialog.okButton({ label: trans.__('Export') })]
-        });
-        if (!choice.button.accept || !choice.value) {
-          return;
-        }
-        subtree = choice.value.subtree;
-        withContext = choice.value.with_context;
-      }
       const base = exportBaseName(s);
-      // Never overwrite: the server refuses an existing target (409), so try the next name.
-      for (let attempt = 0; ; attempt++) {
+      // The first of <name>.ipynb, <name>-1.ipynb, ... (or folders) not taken yet, prefilled.
+      const free = { notebook: await firstFree(base, false), folder: await firstFree(base, true) };
+      const choice = await showDialog({
+        title: trans.__('Export as notebook'),
+        body: new ExportOptions(exportChoices(s, sessions.sessions), subtree => (subtree ? free.folder : free.notebook), trans),
+        buttons: [Dialog.cancelButton({ label: trans.__('Cancel') }), Dialog.okButton({ label: trans.__('Export') })]
+      });
+      if (!choice.button.accept || !choice.value || !choice.value.path) {
+        return;
+      }
+      const { path, subtree, with_context, open } = choice.value;
+      let force = false;
+      for (;;) {
         try {
-          const result = await api.exportNotebook(s.id, {
-            path: exportPath(base, subtree, attempt),
-            subtree,
-            force: false,
-            with_context: withContext
-          });
-          await commands.execute('docmanager:open', { path: exportedNotebook(result, s.id) });
+          const result = await api.exportNotebook(s.id, { path, subtree, force, with_context });
+          const notebook = exportedNotebook(result, s.id);
+          if (open) {
+            await commands.execute('docmanager:open', { path: notebook });
+          } else {
+            Notification.success(trans.__('Exported to %1', result.path), {
+              autoClose: 8000,
+              actions: [{ label: trans.__('Open'), callback: () => void commands.execute('docmanager:open', { path: notebook }) }]
+            });
+          }
           return;
         } catch (err) {
-          if (!(err instanceof PrimeAPIError && err.status === 409) || attempt >= 50) {
+          // Taken meanwhile, or a path typed over an earlier export: replace it only if asked.
+          if (force || !(err instanceof PrimeAPIError && err.status === 409 && err.data?.exists)) {
             throw err;
           }
+          const replace = await showDialog({
+            title: trans.__('Replace %1?', path),
+            body: trans.__('%1 already exists.', path),
+            buttons: [Dialog.cancelButton({ label: trans.__('Cancel') }), Dialog.warnButton({ label: trans.__('Replace') })]
+          });
+          if (!replace.button.accept) {
+            return;
+          }
+          force = true;
         }
       }
     }
   });
+
+  /** The first export path for `base` that names nothing yet (a probe of the contents API). */
+  const firstFree = async (base: string, subtree: boolean): Promise<string> => {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const path = exportPath(base, subtree, attempt);
+      try {
+        await app.serviceManager.contents.get(path, { content: false });
+      } catch {
+        return path;
+      }
+    }
+    return exportPath(base, subtree, 50);
+  };
 
   add(CommandIDs.refine, {
     label: trans.__('Refine Harness from Agent'),

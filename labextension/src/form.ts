@@ -81,10 +81,12 @@ export class NewAgentForm extends Widget {
         { className: 'jp-PrimeAgents-fields' },
         field(trans.__('Model'), this._model, 'jp-mod-wide'),
         field(trans.__('Name'), this._name, 'jp-mod-wide'),
-        field(trans.__('Tokens'), this._tokens),
-        field(trans.__('Dollars'), this._dollars),
-        field(trans.__('Time'), this._seconds),
-        field(trans.__('Turns'), this._turns)
+        // Limits, not settings: the agent (with its sub-agents) stops when one is spent.
+        h('div', { className: 'jp-PrimeAgents-budgetHead jp-mod-wide' }, trans.__('Budget (the agent and its sub-agents stop at any)')),
+        field(trans.__('Token budget'), this._tokens),
+        field(trans.__('Dollar budget'), this._dollars),
+        field(trans.__('Time budget'), this._seconds),
+        field(trans.__('Turn budget'), this._turns)
       ),
       h(
         'label',

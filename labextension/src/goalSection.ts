@@ -135,7 +135,7 @@ export class GoalSection extends Widget {
         : [];
     }
     const done = goal.status === 'done';
-    const by = author(goal.set_by, id, trans);
+    const by = author(goal.set_by, id, trans, this._options.model.session?.kind);
     const head = h(
       'div',
       { className: 'jp-PrimeSession-goalHead', 'data-status': goal.status },
@@ -155,7 +155,7 @@ export class GoalSection extends Widget {
           ...progress.map(p =>
             h(
               'li',
-              { title: trans.__('by %1', author(p.by, id, trans)) },
+              { title: trans.__('by %1', author(p.by, id, trans, this._options.model.session?.kind)) },
               h('span', { className: 'jp-PrimeSession-goalTime' }, clockTime(p.ts)),
               ' ',
               p.note
@@ -185,7 +185,7 @@ export class GoalSection extends Widget {
       kept.set(s.id, row);
       const live = s.state === 'active';
       row.node.dataset.state = s.state;
-      row.node.title = `${s.id} · ${trans.__('made by %1', author(s.owner, id, trans))}${s.reason ? `\n${s.reason}` : ''}`;
+      row.node.title = `${s.id} · ${trans.__('made by %1', author(s.owner, id, trans, this._options.model.session?.kind))}${s.reason ? `\n${s.reason}` : ''}`;
       row.next.textContent = nextTick(s, now, trans) ?? '';
       row.next.style.display = live ? '' : 'none';
       row.state.textContent = s.state;

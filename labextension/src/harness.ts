@@ -28,7 +28,7 @@ import {
 } from './harnessData';
 import { createHarnessEntry, editHarnessEntry } from './harnessEditor';
 import { HarnessModel } from './harnessModel';
-import { HarnessKind } from './protocol';
+import { HARNESS_KINDS, HarnessKind } from './protocol';
 
 export interface IHarnessViewOptions {
   model: HarnessModel;
@@ -99,6 +99,7 @@ export class HarnessView extends Widget {
         { className: 'jp-PrimeHarness-toolbar' },
         this._search,
         this._policy,
+        h('a', { className: 'jp-PrimeHarness-about', href: '#', 'data-action': 'about' }, trans.__('What is this?')),
         button(trans.__('New entry…'), 'new', {}, true),
         button(trans.__('Refresh'), 'refresh'),
         button(trans.__('Refine…'), 'refine', {}, true)
@@ -174,7 +175,7 @@ export class HarnessView extends Widget {
 
   private _render(): void {
     const listing = this.model.listing;
-    this._policy.textContent = listing ? this._trans.__('review policy: %1', listing.policy) : '';
+    this._policy.textContent = listing ? policyText(listing.policy, this._trans) : '';
     this._renderErrors();
     this._renderList();
     this._renderDetail();
@@ -284,6 +285,14 @@ export class HarnessView extends Widget {
           break;
         case 'refresh':
           await this.model.refresh();
+          break;
+        case 'about':
+          ev.preventDefault();
+          await showDialog({
+            title: trans.__('The harness'),
+            body: aboutHarness(trans),
+            buttons: [Dialog.okButton({ label: trans.__('Close') })]
+          });
           break;
         case 'refine': {
           const res = await InputDialog.getText({
@@ -449,6 +458,7 @@ export class HarnessView extends Widget {
               '+'
             )
           ),
+          g.entries.length ? null : kindHint(g.kind),
           ...g.entries.map(e =>
             h(
               'div',
@@ -551,4 +561,40 @@ export class HarnessView extends Widget {
   private _list: HTMLDivElement;
   private _detail: HTMLDivElement;
   private _refinements: HTMLDivElement;
+}
+
+/** What the review policy means, in one line. */
+function policyText(policy: string, trans: TranslationBundle): string {
+  return policy === 'auto'
+    ? trans.__('review policy: auto (refinement edits apply at once; risky ones wait for you)')
+    : trans.__('review policy: review (refinement edits wait for you to approve them)');
+}
+
+/** A kind with no entries yet says what an entry of it is (the protocol's own words; `code`
+ * in backticks), and where the harness is explained. */
+function kindHint(kind: HarnessKind): HTMLElement {
+  return h('div', { className: 'jp-PrimeHarness-kindHint' }, ...withCode(HARNESS_KINDS[kind].description));
+}
+
+/** Text with `code` in backticks, as nodes. */
+function withCode(text: string): (string | HTMLElement)[] {
+  return text.split('`').map((t: string, i: number) => (i % 2 ? h('code', {}, t) : t));
+}
+
+/** The "What is this?" dialog: each kind in a line, what the review policy does, where the
+ * files are and where the docs are. */
+function aboutHarness(trans: TranslationBundle): Widget {
+  const kinds = (Object.keys(HARNESS_KINDS) as HarnessKind[]).map(k =>
+    h('li', {}, h('strong', {}, HARNESS_KINDS[k].plural), ': ', ...withCode(HARNESS_KINDS[k].description))
+  );
+  return new Widget({
+    node: h(
+      'div',
+      { className: 'jp-PrimeHarness-aboutBody' },
+      h('p', {}, trans.__('What every agent gets besides its task, kept as files under .prime/harness/ (this project) and ~/.prime/harness/ (all projects), each change versioned:')),
+      h('ul', {}, ...kinds),
+      h('p', {}, trans.__('Refine… asks a model to propose edits from recent sessions. With the review policy "review" (the default) they wait here for you to approve or reject each; with "auto" they apply at once, except risky ones (c.Harness.review_policy).')),
+      h('p', {}, trans.__('More: the "Continual Harness" section of docs/architecture.md in the prime_kernel sources, and `prime-agent harness --help`.'))
+    )
+  });
 }

@@ -80,11 +80,15 @@ export function tickCounts(s: Pick<Schedule, 'ticks' | 'missed' | 'skipped'>, tr
  * Who set a goal, noted progress or made a schedule (a session id or "user"), as the view of
  * session `viewed` says it: "you", "this agent", or the other session's id.
  */
-export function author(by: string, viewed: string, trans: TranslationBundle): string {
+export function author(by: string, viewed: string, trans: TranslationBundle, kind: string = 'agent'): string {
   if (by === 'user') {
     return trans.__('you');
   }
-  return by === viewed ? trans.__('this agent') : by;
+  if (by !== viewed) {
+    return by;
+  }
+  // A notebook's own goal.set() is the person's code in that notebook, not an agent's.
+  return kind === 'notebook' ? trans.__('this notebook') : trans.__('this agent');
 }
 
 /** Active schedules first, soonest tick first; then the ended ones, newest first. */

@@ -21,7 +21,9 @@ import type { IAgentsColumn, IPrimeAgentsPanel, IPrimeSessions, IPrimeSettings, 
 import { buildTree, countByState, filterTree, flattenTree, IRow, ITreeNode, visibleRange } from './tree';
 
 /** Height of one row of the tree, in px (fixed, for virtualisation). */
-export const ROW_HEIGHT = 46;
+/** A row: its title on up to two lines (it wraps, not cut at a side bar's width), then its state,
+ * marks, elapsed time, model and usage on a line below. */
+export const ROW_HEIGHT = 64;
 
 export interface IAgentsPanelOptions {
   sessions: IPrimeSessions;
@@ -499,15 +501,19 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
         'div',
         { className: 'jp-PrimeAgents-rowMain' },
         caret,
-        stateBadge(s.state),
         h('span', { className: 'jp-PrimeAgents-label' }, label),
-        row.collapsed ? h('span', { className: 'jp-PrimeAgents-more' }, `+${row.descendants}`) : null,
+        row.collapsed ? h('span', { className: 'jp-PrimeAgents-more' }, `+${row.descendants}`) : null
+      ),
+      h(
+        'div',
+        { className: 'jp-PrimeAgents-rowMeta' },
+        stateBadge(s.state),
         ...sessionMarks(s, trans).map(m =>
           h('span', { className: `jp-PrimeAgents-mark jp-PrimeAgents-mark-${m.kind} jp-mod-${m.status || 'none'}`, title: m.title }, m.label)
         ),
-        h('span', { className: 'jp-PrimeAgents-elapsed' }, formatElapsed(elapsedSeconds(s, now)))
-      ),
-      h('div', { className: 'jp-PrimeAgents-rowMeta' }, ...meta)
+        h('span', { className: 'jp-PrimeAgents-elapsed' }, formatElapsed(elapsedSeconds(s, now))),
+        ...meta
+      )
     );
     el.style.top = `${index * ROW_HEIGHT}px`;
     el.style.height = `${ROW_HEIGHT}px`;

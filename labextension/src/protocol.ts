@@ -329,26 +329,30 @@ export type ErrorCode = "bad_request" | "budget_exceeded" | "cancelled" | "child
 
 export type HarnessKind = "note" | "memory" | "skill" | "spec";
 
-export const HARNESS_KINDS: Readonly<Record<HarnessKind, { folder: string; title: string; plural: string }>> = {
+export const HARNESS_KINDS: Readonly<Record<HarnessKind, { folder: string; title: string; plural: string; description: string }>> = {
   "note": {
     "folder": "notes",
     "title": "Prompt note",
-    "plural": "Prompt notes"
+    "plural": "Prompt notes",
+    "description": "standing instructions added to every session's context (`notes/<id>.md`)"
   },
   "memory": {
     "folder": "memory",
     "title": "Memory",
-    "plural": "Memories"
+    "plural": "Memories",
+    "description": "a fact learned, with where it came from (`memory/<id>.md`)"
   },
   "skill": {
     "folder": "skills",
     "title": "Skill",
-    "plural": "Skills"
+    "plural": "Skills",
+    "description": "Agent Skills format: `skills/<id>/SKILL.md` plus optional files and an entrypoint"
   },
   "spec": {
     "folder": "specs",
     "title": "Sub-agent spec",
-    "plural": "Sub-agent specs"
+    "plural": "Sub-agent specs",
+    "description": "a recipe for a child \u2014 instructions, `model`, `budget`, `max_turns` (`specs/<id>.md`; `rlm(prompt, spec=...)`)"
   }
 };
 

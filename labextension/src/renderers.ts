@@ -178,14 +178,18 @@ export const RENDERERS: EventRenderers = {
     summary: (d, trans) =>
       d.source === 'user'
         ? trans.__('user cell [%1] %2', d.execution_count ?? ' ', d.status)
-        : trans.__('cell [%1] %2', d.execution_count ?? ' ', d.status),
+        : d.source === 'setup'
+          ? trans.__('harness setup cell [%1] %2', d.execution_count ?? ' ', d.status)
+          : trans.__('cell [%1] %2', d.execution_count ?? ' ', d.status),
     render: ({ data: d }, { trans, code, outputs }) => {
       const user = d.source === 'user';
+      // Who ran it: the agent, a person, or the harness before the first turn (its imports).
+      const who = { user: trans.__('user'), setup: trans.__('harness setup'), agent: trans.__('agent') }[d.source];
       return {
         classes: user ? ['jp-mod-user'] : [],
         head: [
           h('span', { className: 'jp-PrimeEvent-prompt-count' }, `[${d.execution_count ?? ' '}]`),
-          h('span', { className: `jp-PrimeEvent-source jp-mod-${user ? 'user' : 'agent'}` }, user ? trans.__('user') : trans.__('agent')),
+          h('span', { className: `jp-PrimeEvent-source jp-mod-${d.source}` }, who),
           h('span', { className: `jp-PrimeEvent-status jp-mod-${d.status}` }, d.status),
           typeof d.duration === 'number' ? ` ${formatDuration(d.duration)}` : ''
         ],

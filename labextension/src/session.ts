@@ -18,6 +18,7 @@ import type { EventDataMap, TrajectoryEvent } from './protocol';
 import { EventRendererRegistry, IRenderContext } from './renderers';
 import { SessionModel } from './sessionModel';
 import { isTerminal } from './states';
+import { IOutputLike, TracebackFolder } from './tracebacks';
 
 export interface ISessionViewOptions {
   model: SessionModel;
@@ -201,7 +202,11 @@ export class SessionView extends Panel {
   private _outputs(outputs: EventDataMap['cell']['outputs']): Widget {
     // The daemon records nbformat outputs as the kernel sent them (the protocol types only
     // `output_type`).
-    const model = new OutputAreaModel({ values: outputs as IOutput[], trusted: false });
+    const shown = this._tracebacks.fold(
+      outputs as IOutputLike[],
+      this._trans.__('(the same error as above: its traceback is shown there once)')
+    );
+    const model = new OutputAreaModel({ values: shown as IOutput[], trusted: false });
     const area = new OutputArea({ model, rendermime: this._options.rendermime });
     area.addClass('jp-PrimeEvent-outputs');
     area.disposed.connect(() => model.dispose());
@@ -281,4 +286,6 @@ export class SessionView extends Panel {
   private _input: HTMLTextAreaElement;
   private _send: HTMLButtonElement;
   private _ticker: ReturnType<typeof setInterval> | null = null;
+
+  private readonly _tracebacks = new TracebackFolder();
 }

@@ -53,6 +53,7 @@ describe('a schedule as the view shows it', () => {
     expect(author('user', 's1', trans)).toBe('you');
     expect(author('s1', 's1', trans)).toBe('this agent');
     expect(author('s2', 's1', trans)).toBe('s2');
+    expect(author('n1', 'n1', trans, 'notebook')).toBe('this notebook');
   });
 
   it('the list: active ones by next tick, then the ended ones newest first', () => {

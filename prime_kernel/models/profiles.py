@@ -149,8 +149,9 @@ SMALL = Profile(
     max_seconds=120.0,
     setup=SMALL_SETUP,
     give_up_hint=(
-        "{model} is a very small model for trying things out offline; for real work use a "
-        "bigger one, e.g. --model openai/gpt-4o-mini (or model=... in rlm())"
+        # Read in the panel, the CLI and a cell alike: it names a model, not a flag of one.
+        "{model} is a very small model for trying things out offline; for real work choose a "
+        "bigger one, e.g. openai/gpt-4o-mini"
     ),
 )
 

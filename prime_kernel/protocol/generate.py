@@ -183,10 +183,16 @@ def typescript() -> str:
         _const(
             "HARNESS_KINDS",
             {
-                k.value: {"folder": s.folder, "title": s.title, "plural": s.plural}
+                k.value: {
+                    "folder": s.folder,
+                    "title": s.title,
+                    "plural": s.plural,
+                    "description": s.description,
+                }
                 for k, s in KINDS.items()
             },
-            "Readonly<Record<HarnessKind, { folder: string; title: string; plural: string }>>",
+            "Readonly<Record<HarnessKind, { folder: string; title: string; plural: string; "
+            "description: string }>>",
         )
     )
     out.append(_const("SESSION_EVENT_SCHEMA", records.SESSION_EVENT_SCHEMA_ID, "string"))
