@@ -33,6 +33,16 @@ module.exports = {
     ]
   },
   'ui-child': { turns: [{ code: 'answer(21 * 2)' }] },
+  // An agent that fails the same way three times, then gives up with no answer: its view shows
+  // the traceback once and folds the repeats.
+  'ui-fail': {
+    turns: [
+      { code: "import json\njson.loads('{bad')" },
+      { code: "import json\njson.loads('{bad')" },
+      { code: "import json\njson.loads('{bad')" },
+      { text: '' }
+    ]
+  },
   'ui-slow': {
     turns: [{ code: "ready = 'yes'\nready" }, { text: 'thinking for a long time', sleep: 600 }]
   },

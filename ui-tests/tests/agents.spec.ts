@@ -288,69 +288,78 @@ test('end to end: a root spawns a child, both finish, co-working in the root con
   await expect(page.locator('body')).toHaveAttribute('data-jp-theme-light', 'true');
 });
 
-test('export as notebook: one notebook, then the subtree as a folder, never overwriting', async ({
+test('export as notebook: a path asked for (a free name prefilled), nothing opened unless asked, nothing replaced unless confirmed', async ({
   page,
   request
-}) => {
+}, info) => {
   await openLab(page);
   await run(page, 'prime-kernel:open-agents');
   const root = rows(page).filter({ hasText: 'Compute 6*7' });
   const rootId = (await root.getAttribute('data-session-id'))!;
-  const exportRoot = async (withChildren: boolean) => {
-    await start(page, 'prime-kernel:export-notebook', { id: rootId });
-    const dialog = page.locator('.jp-Dialog');
-    await expect(dialog).toContainText('With sub-agents');
-    await dialog.getByLabel('With sub-agents').setChecked(withChildren);
-    await dialog.getByRole('button', { name: 'Export' }).click();
-  };
+  const dialog = page.locator('.jp-Dialog');
+  const pathInput = dialog.locator('input[aria-label="Path"]');
   const tab = (name: string) => page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: name });
-  // Hidden entries (.prime/, and .ipynb_checkpoints/ once an opened notebook is checkpointed)
-  // are listed because the test server allows hidden files: not exports.
+  // Hidden entries (.prime/, .ipynb_checkpoints/) are listed because the test server allows
+  // hidden files: not exports.
   const listing = async () =>
     ((await (await request.get('/api/contents')).json()).content as { name: string; type: string }[])
       .filter(f => !f.name.startsWith('.'))
       .map(f => `${f.name}${f.type === 'directory' ? '/' : ''}`)
       .sort();
-  // The export that wrote (201; a name already taken is a 409 and the next name is tried),
-  // listed once it is written: exactly one new entry, nothing else changed.
-  const exported = async (withChildren: boolean) => {
-    const before = await listing();
+  const kernels = async () => ((await (await request.get('/api/kernels')).json()) as unknown[]).length;
+  /** Export the root through the dialog; the path it offered and the path written. */
+  const exported = async (options: { children?: boolean; path?: string; open?: boolean } = {}) => {
+    await start(page, 'prime-kernel:export-notebook', { id: rootId });
+    await expect(dialog).toContainText('With sub-agents');
+    await dialog.getByLabel('With sub-agents').setChecked(!!options.children);
+    const offered = await pathInput.inputValue();
+    if (options.path) {
+      await pathInput.fill(options.path);
+    }
+    await dialog.getByLabel('Open it').setChecked(!!options.open);
     const written = page.waitForResponse(
       r =>
         r.request().method() === 'POST' &&
         new URL(r.url()).pathname.endsWith(`/api/prime/sessions/${rootId}/export`) &&
         r.status() === 201
     );
-    await exportRoot(withChildren);
-    const entry = `${(await (await written).json()).path}${withChildren ? '/' : ''}`;
-    expect(await listing()).toEqual([...before, entry].sort());
-    return entry;
+    await dialog.getByRole('button', { name: 'Export' }).click();
+    return { offered, path: (await (await written).json()).path as string };
   };
 
-  // Named after the session (its name, as a file-name slug), opened at once.
-  const first = await exported(false);
-  expect(first).toMatch(/^compute-6-7-and-ask-a-child[a-z0-9-]*\.ipynb$/);
-  await expect(tab(first)).toHaveCount(1);
-  const nb = await (await request.get(`/api/contents/${first}`)).json();
-  expect(nb.type).toBe('notebook');
+  // Named after the session (its name, as a file-name slug); written, not opened: no kernel.
+  const before = await listing();
+  const kernelsBefore = await kernels();
+  const first = await exported();
+  expect(first.path).toBe(first.offered);
+  expect(first.path).toMatch(/^compute-6-7-and-ask-a-child[a-z0-9-]*\.ipynb$/);
+  expect(await listing()).toEqual([...before, first.path].sort());
+  await expect(page.locator('.jp-toast-message', { hasText: `Exported to ${first.path}` })).toBeVisible();
+  expect(await kernels()).toBe(kernelsBefore);
+  await expect(tab(first.path)).toHaveCount(0);
+  const nb = await (await request.get(`/api/contents/${first.path}`)).json();
   expect(JSON.stringify(nb.content)).toContain('Compute 6*7');
 
-  // The same name is taken: the next export gets a numbered one instead of overwriting.
-  const second = await exported(false);
-  expect(second).toBe(first.replace(/\.ipynb$/, '-1.ipynb'));
-  await expect(tab(second)).toHaveCount(1);
+  // The next one is offered a free name, and opened because asked.
+  const second = await exported({ open: true });
+  expect(second.path).toBe(first.path.replace(/\.ipynb$/, '-1.ipynb'));
+  await expect(tab(second.path)).toHaveCount(1);
 
-  // With sub-agents: a folder of linked notebooks; the root's own notebook opens.
-  const folderName = await exported(true);
-  expect(folderName).toBe(first.replace(/\.ipynb$/, '/'));
-  const folder = await (await request.get(`/api/contents/${folderName}`)).json();
-  // Hidden entries (JupyterLab's .ipynb_checkpoints once a notebook opens) are not exports.
-  const exportedNames = folder.content
-    .map((f: any) => f.name as string)
-    .filter((name: string) => !name.startsWith('.'));
-  expect(exportedNames).toContain(`${rootId}.ipynb`);
-  expect(exportedNames.length).toBe(2);
-  await expect(tab(`${rootId}.ipynb`)).toHaveCount(1);
+  // With sub-agents: the name offered becomes a folder's; a folder of linked notebooks.
+  const folder = await exported({ children: true });
+  expect(folder.path).toBe(first.path.replace(/\.ipynb$/, ''));
+  const listed = await (await request.get(`/api/contents/${folder.path}`)).json();
+  expect(listed.content.map((f: any) => f.name as string).filter((n: string) => !n.startsWith('.'))).toContain(`${rootId}.ipynb`);
+
+  // A path typed over an earlier export: replaced only once confirmed.
+  await start(page, 'prime-kernel:export-notebook', { id: rootId });
+  await pathInput.fill(first.path);
+  await screenshot(page, info, 'export-dialog');
+  await dialog.getByRole('button', { name: 'Export' }).click();
+  await expect(dialog).toContainText(`${first.path} already exists.`);
+  const replaced = page.waitForResponse(r => r.url().endsWith(`/sessions/${rootId}/export`) && r.status() === 201);
+  await dialog.getByRole('button', { name: 'Replace' }).click();
+  expect((await (await replaced).json()).path).toBe(first.path);
 
   // A refused export shows the server's message.
   const refused = await request.post(`/api/prime/sessions/${rootId}/export`, {
@@ -358,6 +367,82 @@ test('export as notebook: one notebook, then the subtree as a folder, never over
   });
   expect(refused.status()).toBe(403);
   expect((await refused.json()).message).toContain('outside the server root');
+});
+
+test('at the side bar\'s default width: titles wrap to a second line, the toolbar and the state chips keep to one line; a failed view folds repeated tracebacks and shows its last line', async ({
+  page,
+  request
+}, info) => {
+  const long = 'What is the mean of the numbers in the context, rounded to two decimals, and why?';
+  await createSession(request, { prompt: long, model: 'scripted/ui-child' });
+  const failed = await createSession(request, { prompt: 'Parse the config file', model: 'scripted/ui-fail' });
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  const row = rows(page).filter({ hasText: 'What is the mean' });
+  await expect(row).toHaveCount(1);
+  await expect(rows(page).filter({ hasText: 'Parse the config' })).toHaveAttribute('data-state', 'FAILED', { timeout: 60_000 });
+  // The title wraps: two lines of it are shown, inside the row.
+  const label = row.locator('.jp-PrimeAgents-label');
+  const lines = await label.evaluate(el => Math.round(el.getBoundingClientRect().height / parseFloat(getComputedStyle(el).lineHeight)));
+  expect(lines).toBe(2);
+  const rowBox = (await row.boundingBox())!;
+  const labelBox = (await label.boundingBox())!;
+  expect(labelBox.y + labelBox.height).toBeLessThanOrEqual(rowBox.y + rowBox.height);
+  await expect(label).toContainText('What is the mean of the numbers');
+  // One line each: the header's toolbar beside its title, the chips in a row.
+  const title = (await page.locator('.jp-PrimeAgents-title').boundingBox())!;
+  const newButton = (await page.locator('.jp-PrimeAgents-newButton').boundingBox())!;
+  expect(Math.abs(newButton.y + newButton.height / 2 - (title.y + title.height / 2))).toBeLessThan(6);
+  const chipTops = await page.locator('.jp-PrimeAgents-chip').evaluateAll(els => [...new Set(els.map(e => Math.round(e.getBoundingClientRect().top)))]);
+  expect(chipTops.length).toBe(1);
+  const side = (await panel(page).boundingBox())!;
+  info.annotations.push({ type: 'side bar width', description: `${Math.round(side.width)} px` });
+  await screenshot(page, info, 'list-default-width', { x: 0, y: 0, width: Math.ceil(side.x + side.width) + 8, height: 420 });
+
+  // The failed session: one whole traceback, its repeats folded, and the end in view.
+  await run(page, 'prime-kernel:open-session', { id: failed.id });
+  const view = sessionView(page);
+  await expect(view.locator('.jp-PrimeSession-error')).toBeVisible();
+  const errors = view.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
+  await expect(errors).toHaveCount(3);
+  await expect(errors.nth(0)).toContainText('Traceback');
+  for (const i of [1, 2]) {
+    await expect(errors.nth(i)).toContainText('the same error as above');
+    await expect(errors.nth(i)).not.toContainText('Traceback');
+  }
+  const trajectory = view.locator('.jp-PrimeSession-trajectory');
+  await trajectory.evaluate(el => (el.scrollTop = el.scrollHeight));
+  const last = view.locator('.jp-PrimeSession-trajectory > *').last();
+  const bottom = await last.evaluate(el => el.getBoundingClientRect().bottom);
+  const visibleBottom = await trajectory.evaluate(el => el.getBoundingClientRect().bottom);
+  expect(bottom).toBeLessThanOrEqual(visibleBottom + 1);
+  await screenshot(page, info, 'failed-view-folded');
+});
+
+test('the harness view, empty: each kind says what it is, the review policy what it does, and "What is this?" explains the rest', async ({
+  page
+}, info) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-harness');
+  const view = page.locator('.jp-PrimeHarness');
+  for (const [kind, text] of [
+    ['note', "standing instructions added to every session's context"],
+    ['memory', 'a fact learned'],
+    ['skill', 'Agent Skills format'],
+    ['spec', 'a recipe for a child']
+  ]) {
+    const group = view.locator(`.jp-PrimeHarness-group[data-kind="${kind}"]`);
+    if ((await group.locator('.jp-PrimeHarness-entry').count()) === 0) {
+      await expect(group.locator('.jp-PrimeHarness-kindHint')).toContainText(text);
+    }
+  }
+  await expect(view.locator('.jp-PrimeHarness-policy')).toContainText(/review policy: (review \(refinement edits wait for you|auto \()/);
+  await view.getByText('What is this?').click();
+  const dialog = page.locator('.jp-Dialog');
+  await expect(dialog).toContainText('Sub-agent specs');
+  await expect(dialog).toContainText('docs/architecture.md');
+  await screenshot(page, info, 'harness-about');
+  await dialog.getByRole('button', { name: 'Close' }).click();
 });
 
 test('filter by state and text, collapse subtrees', async ({ page }) => {
