@@ -325,6 +325,8 @@ class GatewayLauncher(KernelLauncher):
         """A 401 or 403: the gateway's own reason when it gives one (Enterprise Gateway: "User
         'root' is not authorized to start kernel …"), else what to check here."""
         said = _said(e)
+        if said.lower() in ("unauthorized", "forbidden"):  # the status's name: nothing more
+            said = ""
         if said and e.code == 403:
             what = f"refused the request (HTTP 403): {said}"
             if "KERNEL_" in said:
@@ -334,9 +336,9 @@ class GatewayLauncher(KernelLauncher):
                 )
         else:
             what = (
-                f"refused our credentials (HTTP {e.code}{': ' + said if said else ''}): check "
-                "c.GatewayLauncher.auth_token (or PRIME_GATEWAY_AUTH_TOKEN) and "
-                "c.GatewayLauncher.headers"
+                f"refused our credentials (HTTP {e.code}): check c.GatewayLauncher.auth_token "
+                "(or PRIME_GATEWAY_AUTH_TOKEN) and c.GatewayLauncher.headers"
+                + (f"; it said: {said}" if said else "")
             )
         return KernelsUnavailable(
             f"the kernel gateway at {self.url} {what}", gateway=self.url, status=e.code
