@@ -158,11 +158,16 @@ async def test_bad_input_errors_in_the_calling_cell(daemon, user_kernel, script,
     err = await error_of("rlm('x', model='openai/gpt-4o-mini')")
     assert "OPENAI_API_KEY" in err
     assert len(daemon.kernel_manager.list_kernel_ids()) == kernels_before  # no kernel started
+    # Bad arguments: the protocol's InvalidRequest, a ValueError (caught as one).
     err = await error_of("rlm('')")
-    assert err.startswith("ValueError")
+    assert err == "InvalidRequest: rlm() needs a non-empty prompt string"
+    assert (
+        await nb.value("try:\n    rlm('')\nexcept ValueError as e:\n    x = 'caught'\nx")
+        == "'caught'"
+    )
     model = script([{"code": "answer(1)"}])
     err = await error_of(f"rlm('x', model={model!r}).result(timeout=0)")
-    assert err.startswith("ValueError") and "positive" in err
+    assert err.startswith("InvalidRequest") and "positive" in err
     err = await error_of(
         "from prime_kernel.kernel.client import DaemonClient\n"
         "DaemonClient('http://127.0.0.1:9/', 'tok').request('GET', 'whoami')"
