@@ -8,8 +8,7 @@ litellm or nbformat inside the functions that need them, never at module level.
 from __future__ import annotations
 
 import argparse
-import atexit
-import contextlib
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -54,15 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     code = _main(argv)
-    if argv is None and "litellm" in sys.modules:
-        # This process ran a server (`run`, `resume`, `refine`): once it has said everything
-        # and stopped its kernels, tearing down the thousands of modules litellm brought in
-        # would hold the terminal for 1-2 s more. Exit handlers still run.
-        with contextlib.suppress(OSError, ValueError):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        atexit._run_exitfuncs()
-        os._exit(code)
+    if "litellm" in sys.modules:
+        # This process ran a server (`run`, `resume`, `refine`) and has said everything: the
+        # interpreter's last garbage collections would walk the millions of objects litellm
+        # made, holding the terminal 1-2 s after the answer. Frozen, they are left to the
+        # operating system (exit handlers still run).
+        gc.freeze()
     return code
 
 

@@ -477,10 +477,7 @@ def _all_exports() -> dict[str, Any]:
 
 
 def install(ipython: Any) -> None:
-    from . import tracebacks
-
     ipython.push(_all_exports(), interactive=False)
-    tracebacks.install()
 
 
 def uninstall(ipython: Any) -> None:

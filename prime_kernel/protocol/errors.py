@@ -9,7 +9,26 @@ class also derives from the builtin exception a Python programmer would reach fo
 
 from __future__ import annotations
 
+import os
+from types import TracebackType
 from typing import Any
+
+# prime_kernel/, with a separator: a user's file beside it (prime_kernel_notes.py) is not in it.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def without_package_frames(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback `tb` without the frames of prime_kernel's own code (None if it had only
+    those)."""
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+            kept.append(tb)
+        tb = tb.tb_next
+    out = None
+    for frame in reversed(kept):
+        out = TracebackType(out, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    return out
 
 
 class PrimeError(Exception):
@@ -26,6 +45,15 @@ class PrimeError(Exception):
 
     def to_json(self) -> dict[str, Any]:
         return {"error": self.code, "message": self.message, **self.data}
+
+    def _render_traceback_(self) -> list[str]:
+        """How IPython shows this error in a cell (it asks the exception): the frames of the
+        code that called a primitive and the daemon's message, not the frames of prime_kernel
+        that made the call (the exception keeps them all: %tb, %debug)."""
+        from IPython import get_ipython  # only IPython calls this
+
+        tb = without_package_frames(self.__traceback__) or self.__traceback__
+        return list(get_ipython().InteractiveTB.structured_traceback(type(self), self, tb))
 
 
 class InvalidRequest(PrimeError, ValueError):
