@@ -357,7 +357,9 @@ test('export as notebook: a path asked for (a free name prefilled), nothing open
   await screenshot(page, info, 'export-dialog');
   await dialog.getByRole('button', { name: 'Export' }).click();
   await expect(dialog).toContainText(`${first.path} already exists.`);
-  const replaced = page.waitForResponse(r => r.url().endsWith(`/sessions/${rootId}/export`) && r.status() === 201);
+  const replaced = page.waitForResponse(
+    r => new URL(r.url()).pathname.endsWith(`/sessions/${rootId}/export`) && r.status() === 201
+  );
   await dialog.getByRole('button', { name: 'Replace' }).click();
   expect((await (await replaced).json()).path).toBe(first.path);
 
