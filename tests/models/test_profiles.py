@@ -37,7 +37,9 @@ def test_small_profile_limits_replies_and_retries_differently() -> None:
     assert SMALL.request_kwargs(retry=True)["temperature"] == SMALL.retry_temperature
     assert SMALL.prefill == "```python\n"
     assert SMALL.max_turns and SMALL.max_seconds and SMALL.give_up_hint
-    assert "--model" in SMALL.give_up_hint.format(model="local/smollm2")
+    # Read in the panel and a cell as well as the CLI: it names a model, not a CLI flag.
+    hint = SMALL.give_up_hint.format(model="local/smollm2")
+    assert "openai/gpt-4o-mini" in hint and "--model" not in hint
 
 
 def test_small_prompt_is_short() -> None:
