@@ -371,6 +371,56 @@ test('export as notebook: a path asked for (a free name prefilled), nothing open
   expect((await refused.json()).message).toContain('outside the server root');
 });
 
+test('filter by state and text, collapse subtrees', async ({ page }) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  await expect(rows(page)).toHaveCount(2);
+
+  // Collapse the root: the child row goes, the root shows how many it hides.
+  await rows(page).first().locator('.jp-PrimeAgents-caret').click();
+  await expect(rows(page)).toHaveCount(1);
+  await expect(rows(page).first().locator('.jp-PrimeAgents-more')).toHaveText('+1');
+  await rows(page).first().locator('.jp-PrimeAgents-caret').click();
+  await expect(rows(page)).toHaveCount(2);
+
+  // Text filter keeps the matching child and its ancestor (dimmed as context).
+  await page.locator('.jp-PrimeAgents-search').fill('child:');
+  await expect(rows(page)).toHaveCount(2);
+  await expect(rows(page).first()).toHaveClass(/jp-mod-context/);
+  await page.locator('.jp-PrimeAgents-search').fill('no such agent');
+  await expect(page.locator('.jp-PrimeAgents-empty')).toContainText('No sessions match');
+  await page.locator('.jp-PrimeAgents-search').fill('');
+
+  // State chips.
+  await page.locator('.jp-PrimeAgents-chip[data-state-filter="DONE"]').click();
+  await expect(rows(page)).toHaveCount(2);
+  await page.locator('.jp-PrimeAgents-chip[data-state-filter="*"]').click();
+  await expect(page.locator('.jp-PrimeAgents-chip[data-state-filter="RUNNING"]')).toHaveCount(0);
+});
+
+test('extension points: a column added to the rows, the sessions read, as another extension would', async ({ page }) => {
+  await openLab(page);
+  await run(page, 'prime-kernel:open-agents');
+  // The panel is the value of the IPrimeAgentsPanel token; its `sessions`, of IPrimeSessions.
+  const listed = await page.evaluate(() => {
+    const app = (window as any).jupyterapp;
+    const agents = [...app.shell.widgets('left')].find((w: any) => w.id === 'prime-kernel:agents');
+    (window as any).primeDepthColumn = agents.addColumn({
+      id: 'depth',
+      rank: 5,
+      title: 'depth in the tree',
+      render: (s: { depth: number }) => `depth ${s.depth}`
+    });
+    return agents.sessions.sessions.length as number;
+  });
+  expect(listed).toBeGreaterThan(0);
+  await expect(rows(page).first().locator('.jp-PrimeAgents-col-depth')).toHaveText('depth 0');
+  // Its rank (5) puts it before the built-in columns (the state, marks and time come first).
+  await expect(rows(page).first().locator('.jp-PrimeAgents-rowMeta > .jp-PrimeAgents-col').first()).toHaveClass(/jp-PrimeAgents-col-depth/);
+  await page.evaluate(() => (window as any).primeDepthColumn.dispose());
+  await expect(page.locator('.jp-PrimeAgents-col-depth')).toHaveCount(0);
+});
+
 test('at the side bar\'s default width: titles wrap to a second line, the toolbar and the state chips keep to one line; a failed view folds repeated tracebacks and shows its last line', async ({
   page,
   request
@@ -445,55 +495,6 @@ test('the harness view, empty: each kind says what it is, the review policy what
   await expect(dialog).toContainText('docs/architecture.md');
   await screenshot(page, info, 'harness-about');
   await dialog.getByRole('button', { name: 'Close' }).click();
-});
-
-test('filter by state and text, collapse subtrees', async ({ page }) => {
-  await openLab(page);
-  await run(page, 'prime-kernel:open-agents');
-  await expect(rows(page)).toHaveCount(2);
-
-  // Collapse the root: the child row goes, the root shows how many it hides.
-  await rows(page).first().locator('.jp-PrimeAgents-caret').click();
-  await expect(rows(page)).toHaveCount(1);
-  await expect(rows(page).first().locator('.jp-PrimeAgents-more')).toHaveText('+1');
-  await rows(page).first().locator('.jp-PrimeAgents-caret').click();
-  await expect(rows(page)).toHaveCount(2);
-
-  // Text filter keeps the matching child and its ancestor (dimmed as context).
-  await page.locator('.jp-PrimeAgents-search').fill('child:');
-  await expect(rows(page)).toHaveCount(2);
-  await expect(rows(page).first()).toHaveClass(/jp-mod-context/);
-  await page.locator('.jp-PrimeAgents-search').fill('no such agent');
-  await expect(page.locator('.jp-PrimeAgents-empty')).toContainText('No sessions match');
-  await page.locator('.jp-PrimeAgents-search').fill('');
-
-  // State chips.
-  await page.locator('.jp-PrimeAgents-chip[data-state-filter="DONE"]').click();
-  await expect(rows(page)).toHaveCount(2);
-  await page.locator('.jp-PrimeAgents-chip[data-state-filter="*"]').click();
-  await expect(page.locator('.jp-PrimeAgents-chip[data-state-filter="RUNNING"]')).toHaveCount(0);
-});
-
-test('extension points: a column added to the rows, the sessions read, as another extension would', async ({ page }) => {
-  await openLab(page);
-  await run(page, 'prime-kernel:open-agents');
-  // The panel is the value of the IPrimeAgentsPanel token; its `sessions`, of IPrimeSessions.
-  const listed = await page.evaluate(() => {
-    const app = (window as any).jupyterapp;
-    const agents = [...app.shell.widgets('left')].find((w: any) => w.id === 'prime-kernel:agents');
-    (window as any).primeDepthColumn = agents.addColumn({
-      id: 'depth',
-      rank: 5,
-      title: 'depth in the tree',
-      render: (s: { depth: number }) => `depth ${s.depth}`
-    });
-    return agents.sessions.sessions.length as number;
-  });
-  expect(listed).toBeGreaterThan(0);
-  await expect(rows(page).first().locator('.jp-PrimeAgents-col-depth')).toHaveText('depth 0');
-  await expect(rows(page).first().locator('.jp-PrimeAgents-rowMeta > *').first()).toHaveClass(/jp-PrimeAgents-col-depth/);
-  await page.evaluate(() => (window as any).primeDepthColumn.dispose());
-  await expect(page.locator('.jp-PrimeAgents-col-depth')).toHaveCount(0);
 });
 
 test('a running agent: console on its kernel, message, cancel', async ({ page, request }) => {
