@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 from ..protocol.states import SessionState
 from . import inputs
-from .common import CLIError, fmt_usage, resolved_root
+from .common import CLIError, fmt_usage, read_store, resolved_root
 from .follow import Outcome, Progress, Stop, Ticker, follow, past
 from .headless import (
     Terminal,
@@ -52,6 +52,8 @@ DEFAULT_MODEL = "local/smollm2"  # the daemon's (c.Daemon.default_model), withou
 # What starting a server takes before any is remembered (importing jupyter_server and litellm,
 # a first kernel: 6 s on a quiet machine, 15-20 s at a load of 8; see bench/bench_cli.py).
 FIRST_STARTUP = "about 15 s the first time"
+# How long a stopping server may keep its store before the end of a session is read there.
+STORE_RELEASE = 10.0
 
 
 def add_commands(sub: Any) -> None:
@@ -271,7 +273,7 @@ def _remote(server: Server, job: Job, args: argparse.Namespace, root: Path) -> i
         stop = Stop()
         terminal = Terminal(sys.stdout, sys.stderr)
         with _interrupts(stop), Ticker(_progress_stream(args, terminal), "submitting") as ticker:
-            outcome = await _submit_and_follow(server, job, args, terminal, stop, ticker)
+            outcome = await _submit_and_follow(server, job, args, terminal, stop, ticker, root)
         return _report(args, root, outcome, terminal, log=None)
 
     return asyncio.run(main())
@@ -368,7 +370,7 @@ async def _serve_and_follow(
         daemon = starting.result()
         record_startup(time.monotonic() - ticker.since)  # since make_server() began
         outcome = await _submit_and_follow(
-            Server(app.server_info()), job, args, terminal, stop, ticker
+            Server(app.server_info()), job, args, terminal, stop, ticker, root
         )
         code = _report(args, root, outcome, terminal, log)
         await _serve_the_others(daemon, terminal, stop)
@@ -396,6 +398,7 @@ async def _submit_and_follow(
     terminal: Terminal,
     stop: Stop,
     ticker: Ticker,
+    root: Path,
 ) -> Outcome | None:
     """Create (or resume) the session and follow it; `ticker` keeps the status line going
     until then."""
@@ -417,11 +420,42 @@ async def _submit_and_follow(
         return await follow(server, sid, progress, stop, after=after)
     except Unreachable:
         progress.close()
+        # A server that ran this session for another command stops once it ends, maybe
+        # before our next look: then the store, free again, has the end.
+        ended = await asyncio.to_thread(_ended_in_store, root, sid)
+        if ended is not None:
+            return Outcome(*ended, stop.reason)
         raise CLIError(
             f"the server at {server.url} stopped before session {sid} ended; it goes on "
             f"with `prime-agent resume {sid}`",
             exit_code=1,
         ) from None
+
+
+def _ended_in_store(root: Path, sid: str) -> tuple[dict[str, Any], str | None] | None:
+    """Session `sid`'s final record and answer kind, read from the store once the server that
+    held it has let it go (a few seconds at most); None if it did not end."""
+    from ..protocol.errors import PrimeError
+
+    deadline = time.monotonic() + STORE_RELEASE
+    while True:
+        try:
+            reader = read_store(str(root))
+        except CLIError:  # still held by the server that is stopping
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.2)
+            continue
+        try:
+            record = reader.session_json(sid)
+            if not SessionState(record["state"]).terminal:
+                return None
+            answers = [e for e in asyncio.run(reader.events(sid)) if e["kind"] == "answer"]
+            return record, answers[-1]["data"].get("kind") if answers else None
+        except PrimeError:
+            return None
+        finally:
+            reader.close()
 
 
 @contextlib.contextmanager

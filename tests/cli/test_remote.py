@@ -126,7 +126,8 @@ def test_a_second_run_goes_to_the_server_of_the_first(cli: CLI, root: Path) -> N
     read_until(first.stdout, "Answer: first")
     assert second.poll() is None
     read_until(first.stderr, "this server also runs")
-    assert second.wait(180) == 0 and first.wait(60) == 0
+    assert second.wait(180) == 0, second.stderr.read() if second.stderr else ""
+    assert first.wait(60) == 0
     assert "Answer: second" in second.stdout.read()
     assert len(list((root / ".prime" / "logs").glob("run-*.log"))) == 1  # one server
 
