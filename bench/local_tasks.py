@@ -59,10 +59,13 @@ class Task:
     expected: Any
     context: Any = None
     files: tuple[str, ...] = field(default=())
+    # A file handed over as `prime-agent run --context NAME` would: (name, text). The session's
+    # `context` is what the CLI makes of it (JSON parsed, CSV as a list of dicts, else text).
+    context_file: tuple[str, str] | None = None
 
     @property
     def has_context(self) -> bool:
-        return self.context is not None
+        return self.context is not None or self.context_file is not None
 
 
 TASKS = [
