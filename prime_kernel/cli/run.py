@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..models.local import MODEL as DEFAULT_MODEL  # the daemon's default (a cheap import)
 from ..protocol.states import SessionState
 from . import inputs
 from .common import CLIError, fmt_usage, resolved_root, skip_slow_imports
@@ -38,7 +39,6 @@ EXIT_OUTPUT_CLOSED = 141
 # A session that answered: it ended DONE, or (a persistent one) waits IDLE for messages.
 SUCCESS = (SessionState.DONE.value, SessionState.IDLE.value)
 STOPPED = {"interrupted": ("Ctrl-C", EXIT_INTERRUPTED), "terminated": ("SIGTERM", 143)}
-DEFAULT_MODEL = "local/smollm2"  # the daemon's (c.Daemon.default_model), without importing it
 
 
 def add_commands(sub: Any) -> None:

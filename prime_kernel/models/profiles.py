@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -154,8 +154,10 @@ SMALL = Profile(
     ),
 )
 
+CODER = replace(SMALL, name="coder")
+
 # Models by exact name, then by provider prefix.
-PROFILES: dict[str, Profile] = {"local/smollm2": SMALL}
+PROFILES: dict[str, Profile] = {"local/smollm2": SMALL, "local/qwen2.5-coder-0.5b": CODER}
 PROVIDER_PROFILES: dict[str, Profile] = {"local": SMALL}
 
 
