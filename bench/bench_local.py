@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import json
 import os
 import pickle
@@ -35,7 +36,7 @@ from local_tasks import FILES, TUNING, Task, check
 
 from prime_kernel.cli import inputs
 from prime_kernel.cli.run import DEFAULT_MODEL, make_server
-from prime_kernel.models import cookbook, profiles
+from prime_kernel.models import profiles, prompts
 
 
 def task_sets(which: str) -> dict[str, list[Task]]:
@@ -160,6 +161,33 @@ async def run_floor(daemon: Any, task: Task, model: str) -> dict[str, Any]:
     }
 
 
+# What `--without` takes away from the model's profile, to measure what each crutch is worth.
+def _plain_system(tools: bool, extra: str) -> str:
+    return prompts.small_system_prompt(extra=extra, installed=profiles.installed_note())
+
+
+CRUTCHES: dict[str, dict[str, Any]] = {
+    "examples": {"examples": lambda task, has_context: []},
+    "look": {"look": None},
+    "retry-fresh": {"retry_fresh": False},
+    "hints": {"error_hints": False},
+    "setup": {"setup": "", "system": _plain_system},
+    "prefill": {"prefill": "", "prefill_answer": False, "stop": ()},
+}
+
+
+def without(model: str, crutches: list[str]) -> None:
+    """Run `model` with its profile less `crutches` (this process's daemon reads it)."""
+    changes: dict[str, Any] = {}
+    for name in crutches:
+        changes.update(CRUTCHES[name])
+    profile = profiles.profile_for(model)
+    profiles.PROFILES[model] = dataclasses.replace(profile, name=f"{profile.name}-less", **changes)
+
+
+NO_FLOOR = {"answer": None, "text": "", "ok": False, "tokens": 0, "seconds": 0.0}
+
+
 async def bench(app: Any, args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
     await app._post_start()
     daemon = app.web_app.settings["prime_daemon"]
@@ -171,7 +199,7 @@ async def bench(app: Any, args: argparse.Namespace, root: Path) -> list[dict[str
             if args.only and task.kind != args.only:
                 continue
             harness = await run_task(daemon, task, args.model, root)
-            floor = await run_floor(daemon, task, args.model)
+            floor = NO_FLOOR if args.no_floor else await run_floor(daemon, task, args.model)
             rows.append({"set": name, "task": task, "harness": harness, "floor": floor})
             if not args.json:
                 print_row(rows[-1], flush=True)
@@ -241,6 +269,16 @@ def main() -> None:
         help="the evaluation set (frozen, the headline), the tuning set, or both (default)",
     )
     parser.add_argument("--only", help="run only the tasks of this kind (e.g. csv)")
+    parser.add_argument(
+        "--no-floor", action="store_true", help="skip the floor (quicker, while tuning)"
+    )
+    parser.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        choices=sorted(CRUTCHES),
+        help="run the model's profile without this crutch (repeatable)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
         "--examples", action="store_true", help="also show the cookbook examples each task got"
@@ -249,9 +287,11 @@ def main() -> None:
         "--root", help="run in this (empty) folder and keep the store, for `prime-agent show`"
     )
     args = parser.parse_args()
+    without(args.model, args.without)
     load_before = os.getloadavg()[0]
     if not args.json:
-        print(f"{args.model} on {os.cpu_count()} CPUs, load average {load_before:.2f}")
+        less = f", without {', '.join(args.without)}" if args.without else ""
+        print(f"{args.model}{less} on {os.cpu_count()} CPUs, load average {load_before:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.root or tmp).resolve()
         root.mkdir(parents=True, exist_ok=True)
@@ -284,9 +324,11 @@ def main() -> None:
     print(f"load average: {load_before:.2f} before, {load_after:.2f} after")
     if args.examples:
         print("\ncookbook examples shown per task (nearest last):")
+        examples = profiles.profile_for(args.model).examples
         for r in rows:
-            shown = [t for t, _ in cookbook.closest(r["task"].prompt, profiles.SMALL_EXAMPLES)]
-            print(f"- {r['task'].prompt}\n    " + "\n    ".join(shown))
+            task = r["task"]
+            shown = [m["content"] for m in examples(task.prompt, task.has_context)]
+            print(f"- {task.prompt}\n    " + "\n    ".join(shown[::2]))
     failed = [r for r in rows if not r["harness"]["ok"] and r["harness"]["error"]]
     if failed:
         print("\nhow the failed sessions ended:")

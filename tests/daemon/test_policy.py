@@ -94,5 +94,10 @@ def test_error_hints_name_the_fix() -> None:
     hint = policy.error_hint("FileNotFoundError: [Errno 2] No such file or directory: 'orders.csv'")
     assert hint and "'orders.csv'" in hint
     assert "first row" in (policy.error_hint("KeyError: 'name'") or "")
+    compared = "TypeError: '>' not supported between instances of 'str' and 'int'"
+    assert "float(x)" in (policy.error_hint(compared) or "")
+    joined = "ValueError: invalid literal for int() with base 10: '75;51;7'"
+    assert "split it on ';' first" in (policy.error_hint(joined) or "")
+    assert policy.error_hint("ValueError: invalid literal for int() with base 10: 'x'") is None
     assert policy.error_hint("ZeroDivisionError: division by zero") is None
     assert policy.error_hint("42") is None

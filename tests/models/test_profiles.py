@@ -45,7 +45,7 @@ def test_small_prompt_is_short() -> None:
     task = "What is the mean of the price column in sales.csv?"
     messages = [
         {"role": "system", "content": SMALL.system(False, "")},
-        *SMALL.examples(task),
+        *SMALL.examples(task, False),
         {"role": "user", "content": SMALL.task(task, None, 0)},
     ]
     chars = sum(len(m["content"]) for m in messages)
