@@ -215,7 +215,7 @@ class AgentLoop:
             self.failure = ""
             return
         self.failed.update(id(m) for m in turn)
-        output = "\n---\n".join(run.text for run in runs)
+        output = "\n---\n".join(run.text.strip() for run in runs)
         self.failure = "\n\n".join([f"Your previous code failed:\n{output}", *notes])
 
     def after_turn(self, runs: list[policy.CellRun]) -> list[str]:
