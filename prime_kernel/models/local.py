@@ -346,6 +346,10 @@ def _litellm_errors(litellm: ModuleType, spec: LocalModel) -> Iterator[None]:
     """Re-raise llama.cpp's errors as the litellm exceptions callers already handle."""
     try:
         yield
+    except (weights.WeightsError, LocalModelUnavailable) as exc:  # said in one line, as is
+        raise litellm.APIError(
+            status_code=503, message=str(exc), model=spec.name, llm_provider=PROVIDER
+        ) from exc
     except _LlamaError as exc:
         where = {"message": str(exc), "model": spec.name, "llm_provider": PROVIDER}
         if exc.body.get("type") == "exceed_context_size_error":

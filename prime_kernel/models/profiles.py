@@ -1,11 +1,11 @@
 """Model profiles: how the agent loop talks to a model, chosen by the model's name.
 
-A hosted frontier model and the embedded 135M-parameter SmolLM2 need different prompts and
-limits. A profile holds what differs: the system prompt and worked examples, how many tokens a
-reply may have and where it stops, how the reply starts (a prefill), how much cell output the
-model is shown, how a turn is retried, and the default limits that stop a confused model
-quickly. The loop asks `profile_for(model)` once per session and otherwise runs the same for
-every model.
+A hosted frontier model, the embedded Qwen2.5-Coder-0.5B (the default) and the 135M-parameter
+SmolLM2 need different prompts and limits. A profile holds what differs: the system prompt and
+worked examples, how many tokens a reply may have and where it stops, how the reply starts (a
+prefill), how much cell output the model is shown, how a turn is retried, and the default
+limits that stop a confused model quickly. The loop asks `profile_for(model)` once per session
+and otherwise runs the same for every model.
 """
 
 from __future__ import annotations

