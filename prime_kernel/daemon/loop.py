@@ -75,9 +75,9 @@ class AgentLoop:
         self.retry = False  # the last turn failed or repeated: sample the next one differently
         self.turn_keys: list[tuple[tuple[str, str], ...]] = []
         self.deadline: float | None = None
-        # The failed turns' messages (by id) the model no longer sees, and what went wrong
-        # last (profile.retry_fresh).
-        self.failed: set[int] = set()
+        # The failed turns' messages the model no longer sees (held, so that their ids stay
+        # theirs after a compaction drops them), and what went wrong last (profile.retry_fresh).
+        self.failed: list[Message] = []
         self.failure = ""
 
     def start_messages(self, about: str = "") -> None:
@@ -152,7 +152,7 @@ class AgentLoop:
         prefill = self.prefill
         sent = self.live.conversation.messages
         if self.failed:
-            sent = policy.without_failed_turns(sent, self.failed, self.failure)
+            sent = policy.without_failed_turns(sent, {id(m) for m in self.failed}, self.failure)
         if prefill:
             sent.append({"role": "assistant", "content": prefill})
         call = self.host.model_call(
@@ -214,7 +214,7 @@ class AgentLoop:
         if all(run.ok for run in runs) or self.live.answered:
             self.failure = ""
             return
-        self.failed.update(id(m) for m in turn)
+        self.failed.extend(turn)
         output = "\n---\n".join(run.text.strip() for run in runs)
         self.failure = "\n\n".join([f"Your previous code failed:\n{output}", *notes])
 
