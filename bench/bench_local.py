@@ -1,19 +1,23 @@
 """The embedded model on small tasks: the harness against the same model without it.
 
-    python bench/bench_local.py [--model local/smollm2] [--only KIND] [--json]
+    python bench/bench_local.py [--model MODEL] [--set eval|tuning|both] [--only KIND] [--json]
 
 Starts a real server headless (the code path of `prime-agent run`) in a fresh folder, runs each
-task of local_tasks.py as a root session with the default settings, and checks the answer it
-returns. The floor, in the same run: the same model given the same task (with the context or
-file contents pasted in) in one plain completion, the answer parsed from its text as leniently
-as the task allows. Prints per task: correct or not, turns, tokens, seconds; then totals and
-the machine's load. Nothing is asserted: the table is the result.
+task as a root session with the default settings, and checks the answer it returns. Two sets:
+the evaluation set (local_eval.py, frozen before any tuning: the headline) and the tuning set
+(local_tasks.py, what the profiles are tuned on). The floor, in the same run: the same model
+given the same task (with the context or file contents pasted in) in one plain completion, the
+answer parsed from its text as leniently as the task allows; a context past the model's window
+makes the floor's call fail, and that counts as wrong. Prints per task: correct or not, turns,
+tokens, seconds; then per set the correct count and median seconds of both, and the machine's
+load. Nothing is asserted: the table is the result.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import json
 import os
 import pickle
@@ -27,10 +31,36 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from local_tasks import FILES, TASKS, Task, check
+import local_eval
+from local_tasks import FILES, TUNING, Task, check
 
-from prime_kernel.cli.run import make_server
-from prime_kernel.models import cookbook, profiles
+from prime_kernel.cli import inputs
+from prime_kernel.cli.run import DEFAULT_MODEL, make_server
+from prime_kernel.models import profiles, prompts
+
+
+def task_sets(which: str) -> dict[str, list[Task]]:
+    """The sets to run; the evaluation set only if it is still the one that was frozen."""
+    sets = {}
+    if which in ("eval", "both"):
+        tasks = local_eval.build()
+        if local_eval.fingerprint(tasks) != local_eval.FROZEN:
+            sys.exit(
+                "bench/local_eval.py changed: the evaluation set is frozen (see its docstring)"
+            )
+        sets["eval"] = tasks
+    if which in ("tuning", "both"):
+        sets["tuning"] = TUNING
+    return sets
+
+
+def context_of(task: Task, root: Path) -> Any:
+    """The task's `context`: given as is, or read from its file as `--context FILE` reads it."""
+    if task.context_file is None:
+        return task.context
+    name, text = task.context_file
+    (root / name).write_text(text)
+    return inputs.load_context(str(root / name))
 
 
 async def run_task(daemon: Any, task: Task, model: str, root: Path) -> dict[str, Any]:
@@ -38,8 +68,9 @@ async def run_task(daemon: Any, task: Task, model: str, root: Path) -> dict[str,
         (root / name).write_text(FILES[name])
     blob = ctype = None
     if task.has_context:
-        blob = await daemon.store.put_blob(pickle.dumps(task.context))
-        ctype = type(task.context).__name__
+        context = context_of(task, root)
+        blob = await daemon.store.put_blob(pickle.dumps(context))
+        ctype = type(context).__name__
     start = time.perf_counter()
     record = await daemon.create_session(
         task.prompt, model=model, context_blob=blob, context_type=ctype
@@ -65,7 +96,10 @@ async def run_task(daemon: Any, task: Task, model: str, root: Path) -> dict[str,
 
 def floor_prompt(task: Task) -> str:
     parts = ["Answer with only the answer.", "", task.prompt]
-    if task.has_context:
+    if task.context_file is not None:
+        name, text = task.context_file
+        parts.append(f"The file {name} (context) contains:\n{text}")
+    elif task.has_context:
         parts.append(f"context = {task.context!r}")
     for name in task.files:
         parts.append(f"The file {name} contains:\n{FILES[name]}")
@@ -106,7 +140,16 @@ def parse_floor(text: str, expected: Any) -> Any:
 
 async def run_floor(daemon: Any, task: Task, model: str) -> dict[str, Any]:
     start = time.perf_counter()
-    completion = await daemon.router.text(model, floor_prompt(task))
+    try:
+        completion = await daemon.router.text(model, floor_prompt(task))
+    except Exception as e:  # a context past the window: the model alone cannot answer
+        return {
+            "answer": None,
+            "text": f"{type(e).__name__}: {e}"[:200],
+            "ok": False,
+            "tokens": 0,
+            "seconds": time.perf_counter() - start,
+        }
     text = completion.message.get("content") or ""
     answer = parse_floor(text, task.expected)
     return {
@@ -118,18 +161,48 @@ async def run_floor(daemon: Any, task: Task, model: str) -> dict[str, Any]:
     }
 
 
+# What `--without` takes away from the model's profile, to measure what each crutch is worth.
+def _plain_system(tools: bool, extra: str) -> str:
+    return prompts.small_system_prompt(extra=extra, installed=profiles.installed_note())
+
+
+CRUTCHES: dict[str, dict[str, Any]] = {
+    "examples": {"examples": lambda task, has_context: []},
+    "look": {"look": None},
+    "retry-fresh": {"retry_fresh": False},
+    "hints": {"error_hints": False},
+    "setup": {"setup": "", "system": _plain_system},
+    "prefill": {"prefill": "", "prefill_answer": False, "stop": ()},
+}
+
+
+def without(model: str, crutches: list[str]) -> None:
+    """Run `model` with its profile less `crutches` (this process's daemon reads it)."""
+    changes: dict[str, Any] = {}
+    for name in crutches:
+        changes.update(CRUTCHES[name])
+    profile = profiles.profile_for(model)
+    profiles.PROFILES[model] = dataclasses.replace(profile, name=f"{profile.name}-less", **changes)
+
+
+NO_FLOOR = {"answer": None, "text": "", "ok": False, "tokens": 0, "seconds": 0.0}
+
+
 async def bench(app: Any, args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
     await app._post_start()
     daemon = app.web_app.settings["prime_daemon"]
     rows = []
-    for task in TASKS:
-        if args.only and task.kind != args.only:
-            continue
-        harness = await run_task(daemon, task, args.model, root)
-        floor = await run_floor(daemon, task, args.model)
-        rows.append({"task": task, "harness": harness, "floor": floor})
+    for name, tasks in task_sets(args.set).items():
         if not args.json:
-            print_row(rows[-1], flush=True)
+            print(f"\n{name} set\n{HEADER}", flush=True)
+        for task in tasks:
+            if args.only and task.kind != args.only:
+                continue
+            harness = await run_task(daemon, task, args.model, root)
+            floor = NO_FLOOR if args.no_floor else await run_floor(daemon, task, args.model)
+            rows.append({"set": name, "task": task, "harness": harness, "floor": floor})
+            if not args.json:
+                print_row(rows[-1], flush=True)
     return rows
 
 
@@ -156,7 +229,7 @@ def print_row(row: dict[str, Any], flush: bool = False) -> None:
     )
 
 
-def summary(rows: list[dict[str, Any]], load: tuple[float, float]) -> dict[str, Any]:
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     seconds = [r["harness"]["seconds"] for r in rows]
     return {
@@ -170,15 +243,42 @@ def summary(rows: list[dict[str, Any]], load: tuple[float, float]) -> dict[str, 
         "floor_median_seconds": statistics.median(r["floor"]["seconds"] for r in rows)
         if rows
         else 0.0,
-        "load_before": load[0],
-        "load_after": load[1],
     }
+
+
+def print_totals(name: str, totals: dict[str, Any]) -> None:
+    n = totals["tasks"]
+    print(
+        f"{name} set, harness: {totals['harness_correct']}/{n} correct, "
+        f"median {totals['median_seconds']:.1f} s (max {totals['max_seconds']:.1f} s, "
+        f"all {totals['total_seconds']:.0f} s), {totals['total_tokens']} tokens"
+    )
+    print(
+        f"{name} set, floor (one plain completion, same model): "
+        f"{totals['floor_correct']}/{n} correct, median {totals['floor_median_seconds']:.1f} s"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="local/smollm2")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument(
+        "--set",
+        choices=("eval", "tuning", "both"),
+        default="both",
+        help="the evaluation set (frozen, the headline), the tuning set, or both (default)",
+    )
     parser.add_argument("--only", help="run only the tasks of this kind (e.g. csv)")
+    parser.add_argument(
+        "--no-floor", action="store_true", help="skip the floor (quicker, while tuning)"
+    )
+    parser.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        choices=sorted(CRUTCHES),
+        help="run the model's profile without this crutch (repeatable)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
         "--examples", action="store_true", help="also show the cookbook examples each task got"
@@ -187,10 +287,11 @@ def main() -> None:
         "--root", help="run in this (empty) folder and keep the store, for `prime-agent show`"
     )
     args = parser.parse_args()
+    without(args.model, args.without)
     load_before = os.getloadavg()[0]
     if not args.json:
-        print(f"{args.model} on {os.cpu_count()} CPUs, load average {load_before:.2f}\n")
-        print(HEADER)
+        less = f", without {', '.join(args.without)}" if args.without else ""
+        print(f"{args.model}{less} on {os.cpu_count()} CPUs, load average {load_before:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.root or tmp).resolve()
         root.mkdir(parents=True, exist_ok=True)
@@ -199,10 +300,12 @@ def main() -> None:
             rows = app.io_loop.run_sync(lambda: bench(app, args, root))
         finally:
             app.io_loop.run_sync(app._cleanup)
-    totals = summary(rows, (load_before, os.getloadavg()[0]))
+    load_after = os.getloadavg()[0]
+    sets = {name: summary([r for r in rows if r["set"] == name]) for name in task_sets(args.set)}
     if args.json:
         out = [
             {
+                "set": r["set"],
                 "kind": r["task"].kind,
                 "task": r["task"].prompt,
                 "expected": r["task"].expected,
@@ -211,25 +314,21 @@ def main() -> None:
             }
             for r in rows
         ]
-        print(json.dumps({"tasks": out, "totals": totals}, default=repr, indent=2))
+        load = {"load_before": load_before, "load_after": load_after}
+        report = {"model": args.model, "tasks": out, "totals": sets, **load}
+        print(json.dumps(report, default=repr, indent=2))
         return
-    n = totals["tasks"]
-    print(
-        f"\nharness: {totals['harness_correct']}/{n} correct, "
-        f"median {totals['median_seconds']:.1f} s (max {totals['max_seconds']:.1f} s, "
-        f"all {totals['total_seconds']:.0f} s), "
-        f"{totals['total_tokens']} tokens"
-    )
-    print(
-        f"floor (one plain completion, same model): {totals['floor_correct']}/{n} correct, "
-        f"median {totals['floor_median_seconds']:.1f} s"
-    )
-    print(f"load average: {load_before:.2f} before, {totals['load_after']:.2f} after")
+    print()
+    for name, totals in sets.items():
+        print_totals(name, totals)
+    print(f"load average: {load_before:.2f} before, {load_after:.2f} after")
     if args.examples:
         print("\ncookbook examples shown per task (nearest last):")
+        examples = profiles.profile_for(args.model).examples
         for r in rows:
-            shown = [t for t, _ in cookbook.closest(r["task"].prompt, profiles.SMALL_EXAMPLES)]
-            print(f"- {r['task'].prompt}\n    " + "\n    ".join(shown))
+            task = r["task"]
+            shown = [m["content"] for m in examples(task.prompt, task.has_context)]
+            print(f"- {task.prompt}\n    " + "\n    ".join(shown[::2]))
     failed = [r for r in rows if not r["harness"]["ok"] and r["harness"]["error"]]
     if failed:
         print("\nhow the failed sessions ended:")

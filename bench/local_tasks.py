@@ -1,4 +1,8 @@
-"""The task suite of `bench_local.py`: small tasks a new user might give the embedded model.
+"""The tuning set of `bench_local.py`, and what both sets share (`Task`, `check`).
+
+`TUNING` holds small tasks a new user might give the embedded model, and a few over ~1 MB
+inputs: the set the prompts, cookbook and profiles are tuned on. How well that generalises is
+measured on the evaluation set (local_eval.py), which is frozen and never tuned against.
 
 Each task has one right answer, checked strictly by `check` (numbers by value, everything else
 by value and type). Files a task reads are written fresh into the working folder before it runs,
@@ -10,6 +14,8 @@ from __future__ import annotations
 import csv
 import io
 import math
+import numbers
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,13 +65,72 @@ class Task:
     expected: Any
     context: Any = None
     files: tuple[str, ...] = field(default=())
+    # A file handed over as `prime-agent run --context NAME` would: (name, text). The session's
+    # `context` is what the CLI makes of it (JSON parsed, CSV as a list of dicts, else text).
+    context_file: tuple[str, str] | None = None
 
     @property
     def has_context(self) -> bool:
-        return self.context is not None
+        return self.context is not None or self.context_file is not None
 
 
-TASKS = [
+# -- inputs of about 1 MB, past any small model's window -----------------------------------------
+
+LONG_BYTES = 1_000_000
+_WORDS = ("alpha", "bravo", "delta", "kilo", "lima", "oscar", "papa", "romeo", "sierra", "tango")
+
+
+def long_text(seed: int) -> str:
+    """About LONG_BYTES of lines of words from `_WORDS`, none containing another."""
+    rng = random.Random(seed)
+    lines, size = [], 0
+    while size < LONG_BYTES:
+        line = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(5, 15)))
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines) + "\n"
+
+
+def _with_needle(text: str, needle: str, seed: int) -> tuple[str, int]:
+    """`text` with `needle` appended to one line; that line's number (from 1)."""
+    lines = text.splitlines()
+    where = random.Random(seed).randrange(len(lines))
+    lines[where] += f" {needle}"
+    return "\n".join(lines) + "\n", where + 1
+
+
+def long_scores_csv(seed: int) -> str:
+    rng = random.Random(seed)
+    lines = ["student,subject,score"]
+    size = len(lines[0])
+    while size < LONG_BYTES:
+        line = f"s{rng.randrange(10000):04d},{rng.choice(_WORDS)},{rng.randint(0, 100)}"
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines) + "\n"
+
+
+def long_tasks() -> list[Task]:
+    words = long_text(5)
+    needled, line = _with_needle(long_text(7), "needle", 8)
+    rng = random.Random(9)
+    numbers = [rng.randint(0, 9999) for _ in range(200_000)]
+    scores = long_scores_csv(10)
+    score_rows = [row.split(",") for row in scores.splitlines()[1:]]
+    return [
+        Task("long", "How many times does 'tango' appear in context?", words.count("tango"), words),
+        Task("long", "Which line of context contains 'needle'? (from 1)", line, needled),
+        Task("long", "What is the sum of the numbers in context?", sum(numbers), numbers),
+        Task(
+            "long",
+            "What is the average score in context?",
+            sum(int(s) for *_, s in score_rows) / len(score_rows),
+            context_file=("scores.csv", scores),
+        ),
+    ]
+
+
+TUNING = [
     Task("arithmetic", "Compute the sum of the squares of 1..100", 338350),
     Task("arithmetic", "What is 17 * 23?", 391),
     Task("arithmetic", "What is 2 to the power of 20?", 2**20),
@@ -127,6 +192,7 @@ TASKS = [
         sum(len(t.split()) for t in TEXTS),
         context=TEXTS,
     ),
+    *long_tasks(),
 ]
 
 
@@ -134,11 +200,19 @@ def check(expected: Any, got: Any) -> bool:
     """Whether `got` is `expected`: numbers by value (int or float), the rest by value and type.
 
     True is not 1 and "391" is not 391: a task asks for a value, and the checker wants that value.
+    Integers are compared exactly (numpy's too): a float cannot hold a large factorial.
     """
     if isinstance(expected, bool) or isinstance(got, bool):
         return type(got) is type(expected) and got == expected
-    if isinstance(expected, (int, float)):
-        return isinstance(got, (int, float)) and math.isclose(got, expected, rel_tol=1e-9)
+    if isinstance(expected, numbers.Real):
+        if not isinstance(got, numbers.Real):
+            return False
+        if isinstance(expected, numbers.Integral) and isinstance(got, numbers.Integral):
+            return int(got) == int(expected)
+        try:
+            return math.isclose(got, expected, rel_tol=1e-9)
+        except OverflowError:  # an integer past any float: not equal to this float
+            return False
     if isinstance(expected, list):
         return (
             isinstance(got, list)

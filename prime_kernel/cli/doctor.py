@@ -1,4 +1,5 @@
-"""`prime-agent doctor`: how agent kernels would run here, and what that protects."""
+"""`prime-agent doctor`: how agent kernels would run here, what that protects, and whether the
+embedded models' weights are the expected files (with their provenance and license)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from .common import CLIError
 
 
 def add_commands(sub: Any) -> None:
-    p = sub.add_parser("doctor", help="say which sandbox agents run in here, and what it protects")
+    p = sub.add_parser(
+        "doctor",
+        help="say which sandbox agents run in here and what it protects; check the embedded "
+        "models' weights",
+    )
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     p.add_argument(
         "--config",
@@ -60,6 +65,49 @@ def server_config() -> Any:
     return app.config
 
 
+def models_report() -> list[dict[str, Any]]:
+    """Each embedded model: its weights hashed in full (as a load would find them), its origin."""
+    from ..models import local, weights
+
+    out = []
+    for spec in local.MODELS.values():
+        w = spec.weights
+        result = weights.check(w)
+        out.append(
+            {
+                "model": spec.name,
+                "default": spec.name == local.MODEL,
+                "title": w.title,
+                "ok": result.ok,
+                "check": result.text,
+                # Installed, but not the expected bytes: refused at load, worth an exit code.
+                "refused": not result.ok and weights.installed(w),
+                "upstream": w.upstream,
+                "revision": w.revision,
+                "file": w.file,
+                "size": w.size,
+                "sha256": w.sha256,
+                "packaged": w.packaged,
+                "license": w.license,
+                "license_text": str(w.license_text),
+                "notice": str(weights.LICENSES / "NOTICE"),
+            }
+        )
+    return out
+
+
+def print_models(models: list[dict[str, Any]]) -> None:
+    print("Embedded models (weights trusted by their sha256, checked before loading):")
+    for m in models:
+        default = " (default)" if m["default"] else ""
+        print(f"  {m['model']}{default}: {m['title']}")
+        print(f"    check: {'ok' if m['ok'] else 'FAILED'}, {m['check']}")
+        print(f"    from: {m['upstream']} at {m['revision']}, {m['file']}")
+        print(f"    sha256: {m['sha256']} ({m['size']} bytes)")
+        print(f"    packaged: {m['packaged']}")
+        print(f"    license: {m['license']} ({m['license_text']}; provenance: {m['notice']})")
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from traitlets.config import Config
     from traitlets.config.loader import KVArgParseConfigLoader
@@ -74,9 +122,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         raise CLIError(f"bad --config: {e}") from None
     sandbox = Sandbox(config=config)
     info = report(sandbox, Path(args.root).resolve())
+    info["models"] = models_report()
+    refused = any(m["refused"] for m in info["models"])
     if args.json:
         print(json.dumps(info, indent=2))
-        return 0
+        return 1 if refused else 0
     mode = info["mode"]
     if mode == "bwrap" and info.get("bwrap"):
         net = "with" if info["network"] else "without"
@@ -102,4 +152,5 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print("Limits per agent kernel: " + (", ".join(parts) or "none"))
     for note in info["notes"]:
         print(f"Note: {note}")
-    return 0 if mode == "none" or info.get("bwrap") else 1
+    print_models(info["models"])
+    return 0 if (mode == "none" or info.get("bwrap")) and not refused else 1

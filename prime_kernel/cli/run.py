@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..models.local import MODEL as DEFAULT_MODEL  # the daemon's default (a cheap import)
 from ..protocol.states import SessionState
 from . import inputs
 from .common import CLIError, fmt_usage, read_store, resolved_root
@@ -48,7 +49,6 @@ EXIT_OUTPUT_CLOSED = 141
 # A session that answered: it ended DONE, or (a persistent one) waits IDLE for messages.
 SUCCESS = (SessionState.DONE.value, SessionState.IDLE.value)
 STOPPED = {"interrupted": ("Ctrl-C", EXIT_INTERRUPTED), "terminated": ("SIGTERM", 143)}
-DEFAULT_MODEL = "local/smollm2"  # the daemon's (c.Daemon.default_model), without importing it
 # What starting a server takes before any is remembered (importing jupyter_server and litellm,
 # a first kernel: 6 s on a quiet machine, 15-20 s at a load of 8; see bench/bench_cli.py).
 FIRST_STARTUP = "about 15 s the first time"

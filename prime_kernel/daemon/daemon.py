@@ -35,6 +35,7 @@ from traitlets import Bool, Float, Instance, Int, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from ..harness.harness import Harness
+from ..models import local
 from ..models.prompts import PYTHON_TOOL
 from ..models.router import Completion, ModelRouter
 from ..protocol.errors import (
@@ -79,7 +80,7 @@ from .session import Conversation, LiveSession
 from .store import SqliteStore, Store
 from .tokens import TokenRegistry
 
-DEFAULT_MODEL = "local/smollm2"
+DEFAULT_MODEL = local.MODEL
 
 _current: Daemon | None = None
 

@@ -23,12 +23,14 @@ from ..models.profiles import profile_for
 from ..models.router import Completion
 from ..protocol.errors import ModelError
 from ..protocol.events import EventKind
+from ..util.format import NO_OUTPUT
 from . import policy
 from .kernels import CellResult
 from .observation import render
 from .session import LiveSession
 
 T = TypeVar("T")
+Message = dict[str, Any]
 
 
 class TurnLimitReached(Exception):
@@ -79,18 +81,26 @@ class AgentLoop:
         self.retry = False  # the last turn failed or repeated: sample the next one differently
         self.turn_keys: list[tuple[tuple[str, str], ...]] = []
         self.deadline: float | None = None
+        # The failed turns' messages the model no longer sees (held, so that their ids stay
+        # theirs after a compaction drops them), and what went wrong last (profile.retry_fresh).
+        self.failed: list[Message] = []
+        self.failure = ""
 
-    def start_messages(self) -> None:
+    def start_messages(self, about: str = "") -> None:
+        """The conversation's start; `about`: what the profile's `look` said about `context`."""
         record = self.live.record
         profile = self.profile
         extra = self.host.context_notes(self.live)
+        has_context = bool(record.context_type)
         self.live.conversation.replace(
             [
                 {"role": "system", "content": profile.system(self.tools, extra)},
-                *([] if self.tools else profile.examples(record.prompt)),
+                *([] if self.tools else profile.examples(record.prompt, has_context)),
                 {
                     "role": "user",
-                    "content": profile.task(record.prompt, record.context_type, record.depth),
+                    "content": profile.task(
+                        record.prompt, record.context_type, record.depth, about
+                    ),
                 },
             ]
         )
@@ -99,9 +109,9 @@ class AgentLoop:
         """Take turns until an answer, a reply, or a limit. `max_turns` None: the default."""
         host = self.host
         if not len(self.live.conversation):
-            self.start_messages()
             if self.profile.setup:
                 await host.run_cell(self.live, self.profile.setup, source="setup")
+            self.start_messages(await self.look())
         limit = max_turns or min(host.max_turns, self.profile.max_turns or host.max_turns)
         budget = self.live.record.budget or {}
         if self.profile.max_seconds and budget.get("seconds") is None:
@@ -127,10 +137,26 @@ class AgentLoop:
                 return
         raise self.give_up(f"the turn limit ({limit}) was reached without an answer", turns=True)
 
+    async def look(self) -> str:
+        """What the profile's look at the task's input printed ("" if it has nothing to look
+        at, or its code failed)."""
+        record, look = self.live.record, self.profile.look
+        code = look(record.prompt, bool(record.context_type)) if look else ""
+        if not code:
+            return ""
+        result = await self.host.run_cell(self.live, code, source="setup")
+        if result.status != "ok":
+            return ""
+        limit = self.profile.observation_chars or self.host.observation_chars
+        text = render(result.outputs, status="ok", limit=limit, timeout=0).strip()
+        return "" if text == NO_OUTPUT else text
+
     async def model_turn(self) -> dict[str, Any]:
         """One model call; the reply, with the prefill it continued, as an assistant message."""
         prefill = self.prefill
         sent = self.live.conversation.messages
+        if self.failed:
+            sent = policy.without_failed_turns(sent, {id(m) for m in self.failed}, self.failure)
         if prefill:
             sent.append({"role": "assistant", "content": prefill})
         call = self.host.model_call(
@@ -180,7 +206,21 @@ class AgentLoop:
         if notes:
             last = {**last, "content": "\n\n".join([str(last["content"]), *notes])}
         conversation.append(last)
+        if self.profile.retry_fresh and not calls:
+            self.note_failure(runs, notes, (message, last))
         return True
+
+    def note_failure(
+        self, runs: list[policy.CellRun], notes: list[str], turn: tuple[Message, Message]
+    ) -> None:
+        """(profile.retry_fresh) Hide a failed turn from the model from now on; keep what
+        went wrong to tell it instead."""
+        if all(run.ok for run in runs) or self.live.answered:
+            self.failure = ""
+            return
+        self.failed.extend(turn)
+        output = "\n---\n".join(run.text.strip() for run in runs)
+        self.failure = "\n\n".join([f"Your previous code failed:\n{output}", *notes])
 
     def after_turn(self, runs: list[policy.CellRun]) -> list[str]:
         """Decide how the next turn starts; the notes to add to what the model is shown."""

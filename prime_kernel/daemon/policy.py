@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..util.format import DISPLAY_DATA, NO_OUTPUT
 
@@ -89,8 +90,26 @@ def answer_nudge(value: str) -> str:
 # match the `Name: message` line of an error as observation.py renders it.
 _HINTS = (
     (
-        re.compile(r"unsupported operand type\(s\) for .*'str'|can only concatenate str"),
-        "Values read from a file are text (str): convert them with float(x) or int(x) first.",
+        re.compile(
+            r"unsupported operand type\(s\) for .*'str'|can only concatenate str"
+            r"|not supported between instances of 'str' and '(?:int|float)'"
+        ),
+        "Values read from a file or a CSV are text (str): convert them with float(x) or int(x) "
+        "first.",
+    ),
+    (
+        re.compile(
+            r"ValueError: (?:invalid literal for int\(\) with base 10"
+            r"|could not convert string to float): '[^']*?([;,|])"
+        ),
+        "That text holds several values: split it on '{0}' first, then convert each one.",
+    ),
+    (
+        re.compile(
+            r"float\(\) argument must be a string or a real number, not 'dict'"
+            r"|unsupported operand type\(s\) for \+: 'int' and 'dict'"
+        ),
+        "The items are dicts (rows): take the field you need from each, float(row[key]).",
     ),
     (
         re.compile(r"NameError: name '(\w+)' is not defined"),
@@ -114,6 +133,22 @@ def error_hint(text: str) -> str | None:
         if m := pattern.search(text):
             return hint.format(*m.groups())
     return None
+
+
+def without_failed_turns(
+    messages: Sequence[dict[str, Any]], failed: Collection[int], note: str
+) -> list[dict[str, Any]]:
+    """The conversation for a model that retries from a clean slate: the messages whose id()
+    is in `failed` (a failed turn's reply and its output) left out, and `note` (what went
+    wrong) added to the last message if the latest turn was one of them.
+
+    A small model shown its own failed code writes it again, even sampled hotter; shown only
+    the task and the error, it writes new code.
+    """
+    kept = [m for m in messages if id(m) not in failed]
+    if note and messages and id(messages[-1]) in failed and kept:
+        kept[-1] = {**kept[-1], "content": f"{kept[-1]['content']}\n\n{note}"}
+    return kept
 
 
 def turn_key(runs: Sequence[CellRun]) -> tuple[tuple[str, str], ...]:

@@ -118,11 +118,34 @@ EXAMPLES: tuple[Example, ...] = (
     ("How many items in context are negative?", "answer(sum(1 for x in context if x < 0))"),
     ("What is the shortest string in context?", "answer(min(context, key=len))"),
     ("How many lines does context have?", "answer(len(context.splitlines()))"),
+    # a long text or table in `context`: computed over, never printed
+    (
+        "How many times does the word 'fox' occur in context?",
+        "answer(context.split().count('fox'))",
+    ),
+    (
+        "On which line of context is the word 'error'? (lines count from 1)",
+        "for number, line in enumerate(context.splitlines(), 1):\n"
+        "    if 'error' in line.split():\n        answer(number)",
+    ),
+    (
+        "What is the total 'amount' of the rows in context?",
+        "answer(sum(float(row['amount']) for row in context))",
+    ),
+    (
+        "What is the average 'weight' over the rows in context?",
+        "weights = [float(row['weight']) for row in context]\nanswer(sum(weights) / len(weights))",
+    ),
     # files in the working folder
     (
         "What is the total of the 'amount' column in orders.csv?",
         "import csv\nwith open('orders.csv') as f:\n    rows = list(csv.DictReader(f))\n"
         "amounts = [float(r['amount']) for r in rows]\nanswer(sum(amounts))",
+    ),
+    (
+        "How many rows of orders.csv have an amount above 50?",
+        "import csv\nwith open('orders.csv') as f:\n    rows = list(csv.DictReader(f))\n"
+        "answer(sum(1 for r in rows if float(r['amount']) > 50))",
     ),
     (
         "Who is the oldest person in people.csv?",
@@ -241,17 +264,30 @@ def _features(text: str) -> set[str]:
     return _words(text) | _shapes(text)
 
 
+def _uses_context(example: Example) -> bool:
+    return re.search(r"\bcontext\b", example[1]) is not None
+
+
 _INDEX = [_features(task) for task, _ in EXAMPLES]
 _DF = Counter(word for words in _INDEX for word in words)
 
 
-def closest(task: str, k: int, examples: Sequence[Example] = EXAMPLES) -> list[Example]:
+def closest(
+    task: str, k: int, examples: Sequence[Example] = EXAMPLES, *, context: bool | None = None
+) -> list[Example]:
     """The `k` examples nearest to `task`, the nearest last (closest to the task in the prompt).
 
+    With `context` known (whether the session has a `context` variable), examples that use it
+    are shown only to sessions that have one, and count as nearer there: one that does not
+    led a model to write `context.split()` for a task about a quoted string.
     Ties keep cookbook order, so the choice is deterministic.
     """
     if k <= 0:
         return []
+    if context:
+        task += " (context)"
+    elif context is not None:
+        examples = [e for e in examples if not _uses_context(e)]
     index = _INDEX if examples is EXAMPLES else [_features(t) for t, _ in examples]
     df = _DF if examples is EXAMPLES else Counter(w for ws in index for w in ws)
     words = _features(task)

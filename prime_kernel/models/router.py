@@ -125,12 +125,8 @@ class ModelRouter:
         if provider == "local":
             from . import local
 
-            if model != local.MODEL:
-                raise ModelError(
-                    f"unknown model {model!r}: the embedded model is {local.MODEL!r}", model=model
-                )
             try:
-                local.model_path()
+                local.check(model)
             except Exception as e:
                 raise ModelError(str(e), model=model) from None
             return
@@ -140,7 +136,7 @@ class ModelRouter:
         except Exception:
             raise ModelError(
                 f"unknown model {model!r}: litellm cannot route it (use 'provider/model', "
-                "e.g. 'openai/gpt-4o-mini' or the embedded 'local/smollm2')",
+                "e.g. 'openai/gpt-4o-mini' or the embedded 'local/qwen2.5-coder-0.5b')",
                 model=model,
             ) from None
         env = litellm.validate_environment(model=model)
@@ -176,8 +172,7 @@ class ModelRouter:
         try:
             from . import local
 
-            if local.available():
-                models.append(local.MODEL)
+            models += [name for name in local.MODELS if local.available(name)]
         except ImportError:
             pass
         models += [f"scripted/{n}" for n in scripted.script_names()]

@@ -23,7 +23,7 @@ def files(tmp_path: Path) -> Path:
 
 BAD_RUNS = [
     (["--model", "nonexistent-model"], "unknown model 'nonexistent-model'"),
-    (["--model", "local/smollm"], "unknown model 'local/smollm': the embedded model is"),
+    (["--model", "local/smollm"], "unknown model 'local/smollm': the embedded models are"),
     (["--model", "scripted/nope"], "no scripted model named 'nope'"),
     (["--max-turns", "0"], "--max-turns must be from 1 to 10000"),
     (["--budget-tokens", "lots"], "--budget-tokens must be a number like 50000 or 200k"),

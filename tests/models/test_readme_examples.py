@@ -17,7 +17,7 @@ pytestmark = [
 @pytest.fixture
 def prime_config() -> dict[str, Any]:
     # The README's settings: the embedded model is the default.
-    return {"pool_size": 1, "cell_timeout": 120.0, "default_model": "local/smollm2"}
+    return {"pool_size": 1, "cell_timeout": 120.0, "default_model": local.MODEL}
 
 
 async def test_readme_notebook_example(daemon: Any, user_kernel: Any) -> None:
@@ -26,4 +26,4 @@ async def test_readme_notebook_example(daemon: Any, user_kernel: Any) -> None:
     assert await nb.value("h.result(timeout=300)", timeout=320) == "6.0"
     sid = (await nb.value("h.session_id")).strip("'")
     record = daemon.session_json(sid)
-    assert record["state"] == "DONE" and record["model"] == "local/smollm2"
+    assert record["state"] == "DONE" and record["model"] == local.MODEL
