@@ -1,8 +1,8 @@
 """What a Prime kernel does before anything else: take its capability, and harden itself.
 
 The provisioner hands each kernel a small JSON document through a pipe whose descriptor is
-named by `PRIME_BOOT_FD`: the daemon's URL, the kernel's capability token, and for agent
-kernels the resource limits and the unpickling allow-list. The token never enters an
+named by `PRIME_BOOT_FD`: the daemon's URL, the kernel's capability token, the unpickling
+allow-list and limit, and for agent kernels the resource limits. The token never enters an
 environment (`/proc/<pid>/environ` shows a process's initial environment to anyone who may
 read it) nor a command line. A kernel a gateway started for the daemon cannot be handed a pipe:
 it gets the same document in `KERNEL_PRIME_BOOT` (what gateways forward), which is taken out of
@@ -78,6 +78,8 @@ def apply(doc: dict[str, Any]) -> None:
         drop_privileges()
         set_limits(doc.get("limits") or {})
     safe_pickle.allow(*doc.get("unpickle_allow") or ())
+    if isinstance(doc.get("unpickle_max_bytes"), int):
+        safe_pickle.set_limits(max_bytes=doc["unpickle_max_bytes"])
     client.connect(str(doc.get("url") or ""), str(doc.get("token") or ""))
 
 
