@@ -27,6 +27,7 @@ from typing import Any
 
 from ...protocol.errors import Unavailable
 from ...util.files import atomic_write, new_id, private_dir
+from ...util.redact import Redactor
 from .base import Reader, Store
 
 log = logging.getLogger(__name__)
@@ -354,23 +355,28 @@ class SqliteStore(Store):
 
         return list(self._submit(read).result())
 
-    def insert_session(self, row: dict[str, Any]) -> None:
+    def insert_session(self, row: dict[str, Any]) -> dict[str, Any]:
+        row = self.redactor().value(row)
         values = encode_row(row)
         cols = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         sql = f"INSERT INTO sessions ({cols}) VALUES ({marks})"
         self._write(lambda db: db.execute(sql, list(values.values())))
+        return row
 
-    def update_session(self, session_id: str, fields: dict[str, Any]) -> None:
+    def update_session(self, session_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         if not fields:
-            return
+            return fields
+        fields = self.redactor().value(fields)
         values = encode_row(fields)
         sets = ", ".join(f"{k} = ?" for k in values)
         sql = f"UPDATE sessions SET {sets} WHERE id = ?"
         self._write(lambda db: db.execute(sql, [*values.values(), session_id]))
+        return fields
 
     # -- events ---------------------------------------------------------------------------------
     def append_event(self, session_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        data = self.redactor().value(data)
         with self._seq_lock:
             self._seq += 1
             seq = self._seq
@@ -421,10 +427,12 @@ class SqliteStore(Store):
         return found
 
     # -- conversations --------------------------------------------------------------------------
-    def append_conversation(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+    def append_conversation(
+        self, session_id: str, messages: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         if not messages:
-            return
-        items = list(messages)
+            return []
+        items = self.redactor().value(list(messages))
 
         def write(db: sqlite3.Connection) -> None:
             top = db.execute(
@@ -437,9 +445,12 @@ class SqliteStore(Store):
             )
 
         self._write(write)
+        return items
 
-    def replace_conversation(self, session_id: str, messages: list[dict[str, Any]]) -> None:
-        items = list(messages)
+    def replace_conversation(
+        self, session_id: str, messages: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        items = self.redactor().value(list(messages))
 
         def write(db: sqlite3.Connection) -> None:
             db.execute("DELETE FROM conversation WHERE session_id = ?", (session_id,))
@@ -449,6 +460,7 @@ class SqliteStore(Store):
             )
 
         self._write(write)
+        return items
 
     async def conversation(self, session_id: str) -> list[dict[str, Any]]:
         def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
@@ -461,7 +473,8 @@ class SqliteStore(Store):
         return list(await self._read(read))
 
     # -- mailboxes ------------------------------------------------------------------------------
-    def put_message(self, message: dict[str, Any]) -> None:
+    def put_message(self, message: dict[str, Any]) -> dict[str, Any]:
+        message = self.redactor().value(message)
         row = {k: clean_text(v) if isinstance(v, str) else v for k, v in message.items()}
         self._write(
             lambda db: db.execute(
@@ -470,6 +483,7 @@ class SqliteStore(Store):
                 row,
             )
         )
+        return message
 
     def mark_read(self, message_ids: Iterable[str], reader: Reader) -> None:
         ids = list(message_ids)
@@ -508,23 +522,27 @@ class SqliteStore(Store):
 
         return list(self._submit(read).result())
 
-    def insert_schedule(self, row: dict[str, Any]) -> None:
+    def insert_schedule(self, row: dict[str, Any]) -> dict[str, Any]:
+        row = self.redactor().value(row)
         values = encode_row(row)
         sql = (
             f"INSERT INTO schedules ({', '.join(values)}) VALUES ({', '.join('?' for _ in values)})"
         )
         self._write(lambda db: db.execute(sql, list(values.values())))
+        return row
 
-    def update_schedule(self, schedule_id: str, fields: dict[str, Any]) -> None:
+    def update_schedule(self, schedule_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         if not fields:
-            return
+            return fields
+        fields = self.redactor().value(fields)
         values = encode_row(fields)
         sql = f"UPDATE schedules SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?"
         self._write(lambda db: db.execute(sql, [*values.values(), schedule_id]))
+        return fields
 
     # -- spilled values -------------------------------------------------------------------------
     def record_spill(self, blob_id: str, session_id: str, name: str, size: int) -> None:
-        row = (blob_id, session_id, clean_text(name), size, time.time())
+        row = (blob_id, session_id, clean_text(self.redactor().text(name)), size, time.time())
         self._write(
             lambda db: db.execute(
                 "INSERT INTO spills (blob_id, session_id, name, size, created) "
@@ -570,15 +588,16 @@ class SqliteStore(Store):
     async def put_blob(self, data: bytes) -> str:
         blob_id = new_id("b")
         path = self.blob_path(blob_id)
-        await asyncio.to_thread(_write_private, path, data, self.tmp_dir)
+        redactor = self.redactor()
+        await asyncio.to_thread(_write_private, path, data, self.tmp_dir, redactor)
         return blob_id
 
     async def get_blob(self, blob_id: str) -> bytes:
         return await asyncio.to_thread(self.blob_path(blob_id).read_bytes)
 
 
-def _write_private(path: Path, data: bytes, tmp_dir: Path) -> None:
-    atomic_write(path, data, tmp_dir=tmp_dir)
+def _write_private(path: Path, data: bytes, tmp_dir: Path, redactor: Redactor) -> None:
+    atomic_write(path, redactor.pickle(data), tmp_dir=tmp_dir)
     os.chmod(path, 0o600)
 
 
