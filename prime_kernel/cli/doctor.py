@@ -21,6 +21,13 @@ def add_commands(sub: Any) -> None:
         metavar="KEY=VALUE",
         help="traitlets config, e.g. Sandbox.network=False (repeatable)",
     )
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="repair a damaged store under --root (or --store): salvage what can be read into "
+        "a new file, keeping the damaged one beside it",
+    )
+    p.add_argument("--store", help="the store folder to repair (default: ROOT/.prime)")
     p.set_defaults(func=cmd_doctor)
 
 
@@ -60,7 +67,44 @@ def server_config() -> Any:
     return app.config
 
 
+def cmd_repair(args: argparse.Namespace) -> int:
+    """`prime-agent doctor --repair`: check the store and, if it is damaged, repair it."""
+    from ..daemon.store import repair
+
+    folder = Path(args.store) if args.store else Path(args.root).resolve() / ".prime"
+    path = folder / "prime.sqlite3"
+    if not path.exists():
+        raise CLIError(f"no Prime store at {path}")
+    if repair.in_use(path):
+        raise CLIError(
+            f"a Prime server (or `prime-agent run`) is using the store at {path}: stop it first"
+        )
+    problem = repair.check(path)
+    if problem is None:
+        print(f"The store at {path} is sound: nothing to repair.")
+        return 0
+    print(f"The store at {path} is damaged: {problem}")
+    try:
+        done = repair.repair(path)
+    except Exception as e:
+        raise CLIError(f"could not repair it: {e}") from None
+    rows = ", ".join(f"{n} {table}" for table, n in done.rows.items() if n) or "no rows"
+    print(f"Repaired: {rows} recovered into a new {path.name}.")
+    if done.header_rebuilt:
+        print("Its header was garbage and was rebuilt from its first page.")
+    for table, gaps in done.skipped.items():
+        print(f"  {table}: {gaps} unreadable stretch(es) skipped (those rows are lost)")
+    if done.lost_tables:
+        print(f"  not readable at all: {', '.join(done.lost_tables)}")
+    if done.orphans:
+        print(f"  {done.orphans} session(s) whose parent was lost are roots now")
+    print(f"The damaged file is kept as {done.kept}.")
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.repair:
+        return cmd_repair(args)
     from traitlets.config import Config
     from traitlets.config.loader import KVArgParseConfigLoader
 

@@ -38,12 +38,28 @@ class PrimeHandler(ExtensionHandlerMixin, APIHandler):
     def daemon(self) -> Daemon:
         return self.settings["prime_daemon"]
 
+    # Whether the route is for the server's users (False: for kernels, by their token).
+    for_people = True
+
     async def prepare(self, **kwargs: Any) -> None:
         await super().prepare(**kwargs)
+        if self._finished:
+            return
+        self.check_available()
         if self.daemon.stopping:
             # Its store closes next: a request taken now would fail halfway. A client that
             # follows a session says the server went away (the session can be resumed).
             raise Unavailable("the server is stopping", stopping=True)
+
+    def check_available(self) -> None:
+        """A JSON 503 saying why, when the extension could not start its daemon (a damaged
+        store, say): the server runs on, and /api/prime/* says what is wrong — to the
+        server's users (a kernel's token cannot be checked without the daemon)."""
+        error = self.settings.get("prime_unavailable")
+        if error is not None:
+            if self.for_people and not self.current_user:
+                raise web.HTTPError(403)
+            raise type(error)(f"Prime is not running on this server: {error.message}", **error.data)
 
     # -- errors ---------------------------------------------------------------------------------
     def _handle_request_exception(self, e: BaseException) -> None:
@@ -139,6 +155,7 @@ class KernelHandler(PrimeHandler):
     X-Prime-Token header alone, never by a cookie. `self.caller` is the calling session."""
 
     caller: LiveSession
+    for_people = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -163,7 +180,9 @@ class KernelHandler(PrimeHandler):
 class NoRouteHandler(PrimeHandler):
     """Any other path under /api/prime/: a JSON 404, not tornado's HTML page."""
 
-    def prepare(self) -> None:  # type: ignore[override]
+    async def prepare(self) -> None:  # type: ignore[override]
+        if self.settings.get("prime_unavailable") is not None:
+            await super().prepare()  # a person's request: says why Prime is not running
         raise NotFound(f"no route {self.request.method} {self.request.path}")
 
 
