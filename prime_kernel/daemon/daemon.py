@@ -58,6 +58,7 @@ from .accounting import Accounting
 from .autonomy import Autonomy
 from .collector import Collector
 from .compaction import compact_if_needed
+from .disk import DiskSpace
 from .events import EventLog, Listener
 from .gateway import GatewayLauncher
 from .goals import Goals
@@ -359,6 +360,7 @@ class Daemon(LoggingConfigurable):
         self.harness.scrub = self.scrub
         self.refiner = Refiner(self)
         self.recovery = Recovery(self)
+        self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
         self.launcher: KernelLauncher | None = None
         self.pool: KernelPool | None = None
         self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
@@ -756,6 +758,7 @@ class Daemon(LoggingConfigurable):
                 pass  # a passivation in progress finishes first
             await self.scheduler.acquire(live.id)
             acquired = True
+            self.disk.check("running a session")
             await self.recovery.prepare(live)
             if live.runner is None:  # a woken IDLE session still has its kernel
                 if live.state == SessionState.INACTIVE and live.restore_reason is None:
@@ -981,6 +984,9 @@ class Daemon(LoggingConfigurable):
         if live.cancelling:
             raise asyncio.CancelledError()
         self.accounting.check(live.record)
+        # A full disk (an agent filled it, say) stops the session at once, for one clear
+        # reason, instead of each of its turns failing to record anything.
+        self.disk.check("another turn")
 
     async def _compact(self, live: LiveSession) -> bool:
         """Compact the session's conversation if it is due; whether it was."""
@@ -1073,7 +1079,7 @@ class Daemon(LoggingConfigurable):
         self._check_reach(result)
         if result.status in ("died", "killed"):
             await self._replace_kernel(live, result)
-        elif self._snapshot_due(live):
+        elif self._snapshot_due(live) and self.disk.full() is None:
             await self.snapshots.save(live, "turn")
         return result
 

@@ -83,6 +83,8 @@ class SessionContextHandler(UserHandler):
 
 
 class InterruptHandler(UserHandler):
+    needs_space = False  # stopping what fills the disk must stay possible
+
     async def post(self, session_id: str) -> None:
         await self.daemon.interrupt(session_id)
         self.write_json({"interrupted": session_id})

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -328,7 +329,9 @@ class SqliteStore(Store):
                     # Full or busy: the writes stay, in order, and are tried again (a full
                     # disk refuses what waits now, so no request hangs on it).
                     delay = min(max(delay * 2, 0.05), 2.0)
-                    waiting = [op for op in waiting if not self._refuse_if_full(op)]
+                    if self.full:
+                        self._answer_while_full(db, pending, waiting)
+                        waiting = []
                     if stop and (self.full or time.monotonic() > give_up):
                         break  # closing, and what is pending cannot be committed
                     continue
@@ -380,13 +383,36 @@ class SqliteStore(Store):
         else:
             op.future.set_result(result)
 
-    def _refuse_if_full(self, op: _Op) -> bool:
-        """Answer `op` with the disk-full error if commits fail for want of space."""
-        if not self.full or op.future is None:
-            return False
-        if op.future.set_running_or_notify_cancel():
-            op.future.set_exception(InsufficientStorage(self.failure or "the disk is full"))
-        return True
+    def _answer_while_full(
+        self, db: sqlite3.Connection, pending: list[_Op], waiting: list[_Op]
+    ) -> None:
+        """While commits fail for want of space: a flush is refused at once (507), and a read
+        is answered in a transaction that applies the pending writes and is rolled back (it
+        sees them all; they fit in memory — if not, it is refused too)."""
+        full = InsufficientStorage(self.failure or "the disk is full")
+        reads = [op for op in waiting if op.fn is not None]
+        for op in waiting:
+            if op.fn is None and op.future is not None and op.future.set_running_or_notify_cancel():
+                op.future.set_exception(full)
+        if not reads:
+            return
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for op in pending:
+                self._apply(db, op)
+        except sqlite3.Error:
+            for op in reads:
+                assert op.future is not None
+                if op.future.set_running_or_notify_cancel():
+                    op.future.set_exception(full)
+            reads = []
+        try:
+            for op in reads:
+                self._answer(db, op)
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
 
     def _commit(self, db: sqlite3.Connection, writes: list[_Op]) -> bool:
         """Apply `writes` in one transaction; whether it committed. A write is never dropped
@@ -679,7 +705,12 @@ class SqliteStore(Store):
         blob_id = new_id("b")
         path = self.blob_path(blob_id)
         redactor = self.redactor()
-        await asyncio.to_thread(_write_private, path, data, self.tmp_dir, redactor)
+        try:
+            await asyncio.to_thread(_write_private, path, data, self.tmp_dir, redactor)
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise InsufficientStorage(_full(self.path, e)) from None
+            raise
         return blob_id
 
     async def get_blob(self, blob_id: str) -> bytes:
@@ -704,10 +735,7 @@ def _kind(e: sqlite3.Error) -> str:
 
 
 def _full(path: Path, e: BaseException) -> str:
-    return (
-        f"the disk under {path.parent} is full ({e}); the store keeps what it was given in "
-        "memory and writes it once space is freed"
-    )
+    return f"the disk under {path.parent} is full ({e}); free some space and try again"
 
 
 def _write_private(path: Path, data: bytes, tmp_dir: Path, redactor: Redactor) -> None:
