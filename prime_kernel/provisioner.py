@@ -125,10 +125,12 @@ class PrimeProvisioner(LocalProvisioner):
             kwargs["stdout"] = kwargs["stderr"] = self._log_fd
             sandbox = sandbox_mod.active()
             users = sandbox.users() if sandbox is not None else None
-            if users is not None:  # once per root: its files writable for the agents' group
-                await asyncio.to_thread(
-                    users.share_root, str(daemon.root_dir), [str(daemon.store_dir)]
-                )
+            if users is not None:  # once per folder: writable for the agents' group
+                assert sandbox is not None
+                for folder in [str(daemon.root_dir), *sandbox.writable_paths]:
+                    await asyncio.to_thread(
+                        users.share, os.path.expanduser(folder), [str(daemon.store_dir)]
+                    )
             cmd = kwargs["cmd"]
             kwargs["cmd"], placeholder = self._sandbox(cmd, kwargs, doc, daemon)
             if self._fork_server is not None and _forkable(cmd):

@@ -40,7 +40,9 @@ def report(sandbox: Any, root: Path) -> dict[str, Any]:
 
     out = status(sandbox)
     notes = []
-    if os.getuid() == 0:
+    if out.get("users"):
+        notes.append(out["users"])
+    if os.getuid() == 0 and sandbox.probe().setpriv is None:
         notes.append(
             "running as root: the process limit is not applied (Linux exempts uid 0), and "
             "agents read every root-owned file the sandbox does not hide (without the "
@@ -141,8 +143,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         parts.append(f"memory {_size(limits['data'])} per process (RLIMIT_DATA)")
     if "cpu" in limits:
         parts.append(f"CPU {limits['cpu']} s per process (RLIMIT_CPU)")
+    if "as" in limits:
+        parts.append(f"address space {_size(limits['as'])} per process (RLIMIT_AS)")
     if "nproc" in limits:
         parts.append(f"{limits['nproc']} processes and threads (RLIMIT_NPROC)")
+    if "fsize" in limits:
+        parts.append(f"files up to {_size(limits['fsize'])} (RLIMIT_FSIZE)")
+    if mode == "bwrap":
+        parts.append(f"/tmp {_size(info['tmp_size'])}, /dev/shm {_size(info['shm_size'])}")
     print("Limits per agent kernel: " + (", ".join(parts) or "none"))
     for note in info["notes"]:
         print(f"Note: {note}")

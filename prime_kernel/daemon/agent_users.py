@@ -96,10 +96,10 @@ class AgentUsers:
             os.chown(path, -1, self.gid, follow_symlinks=False)
             os.chmod(path, 0o660)
 
-    def share_root(self, root: str, skip: list[str]) -> None:
-        """Once per root: an ACL giving the agents' group read and write on every folder and
-        file under `root` and on what is made there later (`skip`: folders left alone, the
-        store)."""
+    def share(self, root: str, skip: list[str]) -> None:
+        """Once per folder (the server root, c.Sandbox.writable_paths): an ACL giving the
+        agents' group read and write on every folder and file under `root` and on what is
+        made there later (`skip`: folders left alone, the store)."""
         root = os.path.realpath(root)
         with self._share_lock:
             if root in self._shared:

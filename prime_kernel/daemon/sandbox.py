@@ -627,4 +627,6 @@ def status(sandbox: Sandbox | None) -> dict[str, Any]:
     out = sandbox.probe().to_json()
     out["network"] = sandbox.network if out["mode"] == "bwrap" else True
     out["limits"] = sandbox.limits(out["mode"] == "bwrap")
+    out["tmp_size"] = sandbox.tmp_size
+    out["shm_size"] = sandbox.shm_size
     return out

@@ -213,6 +213,8 @@ class Beneath:
             found = lstat_at(fd, part)
             if found is not None and stat.S_ISLNK(found.st_mode):
                 raise OSError(errno.ELOOP, "a symbolic link", part) from None
+            if is_dir(found):  # a link a moment ago, a folder again now: swapped meanwhile
+                raise OSError(errno.EAGAIN, "it changed while it was opened", part) from None
             raise
         return child
 

@@ -32,15 +32,18 @@ def swap():
 thread = threading.Thread(target=swap, daemon=True)
 thread.start()
 codes = {}
+said = {}
 for i in range(N):
     body = {"path": "race/pwn.ipynb", "force": True}
     if i % 2:
         body = {"path": "race/tree", "force": True, "subtree": True}
     status, reply = raw_request("POST", "export", body)
     codes[str(status)] = codes.get(str(status), 0) + 1
+    if status != 201:
+        said.setdefault(str(status), (reply or {}).get("message"))
 stop = True
 thread.join()
-found = {"codes": codes, "swaps": swaps}
+found = {"codes": codes, "swaps": swaps, "said": said}
 """
 
 
