@@ -381,12 +381,16 @@ class _Restricted(_PyUnpickler):
         self._count(_size(value), f"making a {type(value).__name__}")
 
     def _reconstructor(self, cls: Any, base: Any, state: Any) -> Any:
-        """copyreg._reconstructor (protocol 0-1 objects), its constructor call counted."""
-        import copyreg
-
+        """What copyreg's reconstructor does for protocol 0-1 objects (make `cls` through
+        `base` with `state`), its constructor call counted first."""
         if state is not None:
             self._call(base, (state,))
-        value = copyreg._reconstructor(cls, base, state)  # type: ignore[attr-defined]
+        if base is object:
+            value = object.__new__(cls)
+        else:
+            value = base.__new__(cls, state)
+            if base.__init__ != object.__init__:
+                base.__init__(value, state)
         self._made(value)
         return value
 

@@ -109,7 +109,7 @@ class Repaired:
 def repair(path: str | os.PathLike[str]) -> Repaired:
     """Salvage the database at `path` into a new file and put it in place (the damaged one
     kept). The caller makes sure no daemon holds the store."""
-    from .sqlite import MIGRATIONS, SCHEMA, SCHEMA_VERSION, _statements
+    from .sqlite import MIGRATIONS, SCHEMA, SCHEMA_VERSION, statements
 
     path = Path(path)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -128,10 +128,10 @@ def repair(path: str | os.PathLike[str]) -> Repaired:
     new = sqlite3.connect(fresh, isolation_level=None)
     new.execute("PRAGMA journal_mode=WAL")
     new.execute("BEGIN")
-    for statement in _statements(SCHEMA):
+    for statement in statements(SCHEMA):
         new.execute(statement)
     for version in range(1, SCHEMA_VERSION):
-        for statement in _statements(MIGRATIONS[version]):
+        for statement in statements(MIGRATIONS[version]):
             new.execute(statement)
     new.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     new.execute("COMMIT")

@@ -259,7 +259,7 @@ class SqliteStore(Store):
         version = db.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if version == 0 and "sessions" not in tables:
-            for statement in _statements(SCHEMA):
+            for statement in statements(SCHEMA):
                 db.execute(statement)
             version = 1
         if version > SCHEMA_VERSION:
@@ -268,7 +268,7 @@ class SqliteStore(Store):
                 f"prime_kernel understands ({SCHEMA_VERSION}): upgrade prime_kernel"
             )
         while version < SCHEMA_VERSION:
-            for statement in _statements(MIGRATIONS[version]):
+            for statement in statements(MIGRATIONS[version]):
                 db.execute(statement)
             version += 1
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -743,7 +743,7 @@ def _write_private(path: Path, data: bytes, tmp_dir: Path, redactor: Redactor) -
     os.chmod(path, 0o600)
 
 
-def _statements(script: str) -> list[str]:
+def statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
