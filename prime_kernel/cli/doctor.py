@@ -90,8 +90,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
         done = repair.repair(path)
     except Exception as e:
         raise CLIError(f"could not repair it: {e}") from None
-    rows = ", ".join(f"{n} {table}" for table, n in done.rows.items() if n) or "no rows"
-    print(f"Repaired: {rows} recovered into a new {path.name}.")
+    rows = ", ".join(f"{table}: {n}" for table, n in done.rows.items() if n) or "no rows"
+    print(f"Repaired: the rows recovered ({rows}) are in a new {path.name}.")
     if done.header_rebuilt:
         print("Its header was garbage and was rebuilt from its first page.")
     for table, gaps in done.skipped.items():
