@@ -113,8 +113,6 @@ class Layout:
     sealed: list[str] = field(default_factory=list)  # empty read-only folders
     read_only: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)
-    # Files bound read-only from elsewhere: (source, where the kernel sees it).
-    files: list[tuple[str, str]] = field(default_factory=list)
 
 
 class Sandbox(LoggingConfigurable):
@@ -465,9 +463,6 @@ class Sandbox(LoggingConfigurable):
         for p in layout.writable:
             ops.append((p, 1, ["--bind", p, p]))
             binds.append(p)
-        for source, target in layout.files:
-            ops.append((target, 1, ["--ro-bind", source, target]))
-            binds.append(target)
         # The folders between an emptied one and a path mounted inside it, made open to all
         # (bwrap would make them 0700, closed to a kernel that is not root).
         made = {p for p, _, _ in ops}
