@@ -580,16 +580,17 @@ class _Restricted(_PyUnpickler):
 
 def _size(value: Any) -> int:
     """What a constructor's result holds of its own: the whole object for the standard
-    library's types, the data of a numpy or pandas array (their `nbytes`), else the object
-    itself (the arrays a frame holds were counted as they were made; its own __sizeof__ would
-    walk every string in it)."""
-    if type(value).__module__ in _STDLIB or isinstance(value, (str, bytes, bytearray)):
+    library's types, the data of a numpy array, else the object itself. Not a pandas object's
+    `nbytes` or `__sizeof__`: it is made empty and given its state afterwards (BUILD), and
+    before that it reads uninitialised memory; its arrays are counted as they are made."""
+    kind = type(value)
+    if kind.__module__ in _STDLIB or isinstance(value, (str, bytes, bytearray)):
         return sys.getsizeof(value)
-    try:
-        nbytes = value.nbytes
-    except Exception:
-        nbytes = None
-    return nbytes if isinstance(nbytes, int) else object.__sizeof__(value)
+    if kind.__module__.partition(".")[0] == "numpy":
+        nbytes = getattr(value, "nbytes", None)
+        if isinstance(nbytes, int):
+            return nbytes
+    return object.__sizeof__(value)
 
 
 def _children(node: Any) -> Iterable[Any]:
