@@ -10,8 +10,10 @@ in this process (the jupyter_server extension or `prime-agent`):
   capability token minted for this very kernel; the token is in no environment and on no
   command line;
 - for agent kernels (those the daemon starts, see `agent_kernels()`): leaves provider keys out
-  of the environment, asks for resource limits and, where it works, wraps the kernel in the
-  bubblewrap sandbox (prime_kernel/daemon/sandbox.py);
+  of the environment, asks for resource limits, gives the kernel /dev/null for stdin and a log
+  of its own for stdout and stderr (daemon/kernel_logs.py) and nothing else, and, where it
+  works, wraps the kernel in the bubblewrap sandbox (prime_kernel/daemon/sandbox.py) — as a
+  host uid of its own when the server is root (daemon/agent_users.py);
 - and, when the daemon's launcher has a fork server, forks the agent kernel from a template
   instead of exec'ing its command (prime_kernel/daemon/forkserver.py): the same boot pipe, the
   same sandbox (bwrap's command line with a placeholder that the kernel replaces), the same
@@ -24,17 +26,19 @@ A kernel started with no daemon around behaves exactly like a plain local kernel
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import os
+import subprocess
 from typing import Any
 
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import List, Unicode
 
-from .daemon import private
+from .daemon import kernel_logs, private
 from .daemon import sandbox as sandbox_mod
 from .daemon.forkserver import ForkedProcess, ForkError, ForkServer
 from .daemon.launcher import agent_launch
@@ -58,6 +62,11 @@ class PrimeProvisioner(LocalProvisioner):
     _fork_server: ForkServer | None = None
     _sandboxed = False
     _boot_fd: int | None = None
+    # The agent kernel's log (its stdout and stderr), open until it is launched.
+    _log_fd: int | None = None
+    # The host uid and gid an agent kernel runs as, when the server is root (kept across
+    # restarts).
+    _user: tuple[int, int] | None = None
     # What fork_server.fork() needs for this launch (set by pre_launch when it may fork).
     _fork: dict[str, Any] | None = None
 
@@ -100,6 +109,8 @@ class PrimeProvisioner(LocalProvisioner):
             "url": daemon.url,
             "agent": self.agent,
             "unpickle_allow": list(self.unpickle_allow),
+            # What one value from another session may build (the daemon's blob limit).
+            "unpickle_max_bytes": daemon.max_blob_bytes,
         }
         if self.agent:
             from .util.redact import is_secret_name
@@ -107,6 +118,19 @@ class PrimeProvisioner(LocalProvisioner):
             # Agents call models through the daemon; they never need a provider key.
             for name in [n for n in env if is_secret_name(n)]:
                 del env[name]
+            # Nothing of the server's: stdin /dev/null, stdout and stderr a log of its own.
+            self._close_log_fd()
+            self._log_fd = kernel_logs.open_log(daemon.store_dir, self.kernel_id)
+            kwargs["stdin"] = subprocess.DEVNULL
+            kwargs["stdout"] = kwargs["stderr"] = self._log_fd
+            sandbox = sandbox_mod.active()
+            users = sandbox.users() if sandbox is not None else None
+            if users is not None:  # once per folder: writable for the agents' group
+                assert sandbox is not None
+                for folder in [str(daemon.root_dir), *sandbox.writable_paths]:
+                    await asyncio.to_thread(
+                        users.share, os.path.expanduser(folder), [str(daemon.store_dir)]
+                    )
             cmd = kwargs["cmd"]
             kwargs["cmd"], placeholder = self._sandbox(cmd, kwargs, doc, daemon)
             if self._fork_server is not None and _forkable(cmd):
@@ -116,6 +140,7 @@ class PrimeProvisioner(LocalProvisioner):
                     "cwd": os.path.realpath(str(kwargs.get("cwd") or os.getcwd())),
                     "env": dict(env),
                     "sandbox": placeholder,
+                    "user": self._user if placeholder is not None else None,
                 }
         doc["token"] = daemon.tokens.mint(self.kernel_id, notebook=not self.agent)
         read_end, write_end = os.pipe()
@@ -152,18 +177,29 @@ class PrimeProvisioner(LocalProvisioner):
         runtime = {jupyter_runtime_dir(), os.path.dirname(connection_file)}
         root = str(daemon.root_dir)
         cwd = str(kwargs.get("cwd") or root)
+        own_dir = str(private.kernel_dir(self.kernel_id))
         layout = sandbox.layout(
             root_dir=root,
             store_dir=str(daemon.store_dir),
             runtime_dirs=sorted(runtime),
-            python_paths=sandbox_mod.python_paths(cmd),
-            private_dirs=[str(private.kernel_dir(self.kernel_id))],
+            python_paths=sandbox_mod.python_paths(cmd, kwargs.get("env")),
+            private_dirs=[own_dir],
             private_files=[connection_file, str(private.socket_path())],
         )
+        users = sandbox.users()
+        if users is not None:
+            # A uid of its own, and what it must write made its: its folder of sockets, its
+            # connection file, the daemon's socket (for its group), the root (by an ACL).
+            if self._user is None:
+                self._user = (users.take(self.kernel_id), users.gid)
+            users.hand_over(self._user[0], own_dir, connection_file)
+            users.open_to_group(str(private.socket_path()))
         cwd = os.path.realpath(cwd)
         return (
-            sandbox.command(cmd, layout, cwd=cwd, bwrap=probe.bwrap),
-            sandbox.command(PLACEHOLDER, layout, cwd=cwd, bwrap=probe.bwrap, info_fd=INFO_FD),
+            sandbox.command_for(cmd, layout, cwd=cwd, bwrap=probe.bwrap, user=self._user),
+            sandbox.command_for(
+                PLACEHOLDER, layout, cwd=cwd, bwrap=probe.bwrap, info_fd=INFO_FD, user=self._user
+            ),
         )
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
@@ -180,8 +216,9 @@ class PrimeProvisioner(LocalProvisioner):
                 daemon.tokens.revoke(self.kernel_id)
             raise
         finally:
-            # The kernel holds its own copy of the pipe now (or failed to start).
+            # The kernel holds its own copies of the pipe and its log now (or failed to start).
             self._close_boot_fd()
+            self._close_log_fd()
 
     async def _launch_forked(
         self, server: ForkServer, fork: dict[str, Any]
@@ -196,6 +233,8 @@ class PrimeProvisioner(LocalProvisioner):
                 sandbox=fork["sandbox"],
                 argv=fork["argv"],
                 boot_fd=self._boot_fd,
+                log_fd=self._log_fd,
+                user=fork["user"],
             )
         except ForkError as e:
             log.warning("kernel %s: %s; starting it from its command", self.kernel_id, e)
@@ -219,6 +258,12 @@ class PrimeProvisioner(LocalProvisioner):
                 os.close(self._boot_fd)
             self._boot_fd = None
 
+    def _close_log_fd(self) -> None:
+        if self._log_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._log_fd)
+            self._log_fd = None
+
     async def cleanup(self, restart: bool = False) -> None:
         from .daemon.daemon import current_daemon
 
@@ -226,9 +271,15 @@ class PrimeProvisioner(LocalProvisioner):
         if daemon is not None and not restart:
             daemon.tokens.revoke(self.kernel_id)
         self._close_boot_fd()
+        self._close_log_fd()
         await super().cleanup(restart=restart)
         if not restart:
             private.remove_kernel_dir(self.kernel_id)
+            sandbox = sandbox_mod.active()
+            users = sandbox.users() if sandbox is not None and self._user is not None else None
+            if users is not None:
+                users.give_back(self.kernel_id)
+                self._user = None
 
 
 def _forkable(cmd: list[str]) -> bool:

@@ -305,6 +305,7 @@ export const ERROR_STATUS: Readonly<Record<string, number>> = {
   "child_budget_exceeded": 403,
   "conflict": 409,
   "depth_exceeded": 403,
+  "disk_full": 507,
   "export_failed": 400,
   "failed": 400,
   "forbidden": 403,
@@ -318,6 +319,7 @@ export const ERROR_STATUS: Readonly<Record<string, number>> = {
   "not_connected": 400,
   "not_found": 404,
   "rate_limited": 429,
+  "store_damaged": 503,
   "too_large": 413,
   "unauthorized": 401,
   "unavailable": 503,
@@ -325,7 +327,7 @@ export const ERROR_STATUS: Readonly<Record<string, number>> = {
   "unsafe_pickle": 400
 };
 
-export type ErrorCode = "bad_request" | "budget_exceeded" | "cancelled" | "child_budget_exceeded" | "conflict" | "depth_exceeded" | "export_failed" | "failed" | "forbidden" | "front_matter" | "invalid_entry" | "invalid_request" | "kernels_unavailable" | "limit_exceeded" | "mailbox_full" | "model_error" | "not_connected" | "not_found" | "rate_limited" | "too_large" | "unauthorized" | "unavailable" | "unreachable" | "unsafe_pickle";
+export type ErrorCode = "bad_request" | "budget_exceeded" | "cancelled" | "child_budget_exceeded" | "conflict" | "depth_exceeded" | "disk_full" | "export_failed" | "failed" | "forbidden" | "front_matter" | "invalid_entry" | "invalid_request" | "kernels_unavailable" | "limit_exceeded" | "mailbox_full" | "model_error" | "not_connected" | "not_found" | "rate_limited" | "store_damaged" | "too_large" | "unauthorized" | "unavailable" | "unreachable" | "unsafe_pickle";
 
 export type HarnessKind = "note" | "memory" | "skill" | "spec";
 

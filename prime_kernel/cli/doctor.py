@@ -26,6 +26,13 @@ def add_commands(sub: Any) -> None:
         metavar="KEY=VALUE",
         help="traitlets config, e.g. Sandbox.network=False (repeatable)",
     )
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="repair a damaged store under --root (or --store): salvage what can be read into "
+        "a new file, keeping the damaged one beside it",
+    )
+    p.add_argument("--store", help="the store folder to repair (default: ROOT/.prime)")
     p.set_defaults(func=cmd_doctor)
 
 
@@ -38,7 +45,9 @@ def report(sandbox: Any, root: Path) -> dict[str, Any]:
 
     out = status(sandbox)
     notes = []
-    if os.getuid() == 0:
+    if out.get("users"):
+        notes.append(out["users"])
+    if os.getuid() == 0 and sandbox.probe().setpriv is None:
         notes.append(
             "running as root: the process limit is not applied (Linux exempts uid 0), and "
             "agents read every root-owned file the sandbox does not hide (without the "
@@ -108,7 +117,44 @@ def print_models(models: list[dict[str, Any]]) -> None:
         print(f"    license: {m['license']} ({m['license_text']}; provenance: {m['notice']})")
 
 
+def cmd_repair(args: argparse.Namespace) -> int:
+    """`prime-agent doctor --repair`: check the store and, if it is damaged, repair it."""
+    from ..daemon.store import repair
+
+    folder = Path(args.store) if args.store else Path(args.root).resolve() / ".prime"
+    path = folder / "prime.sqlite3"
+    if not path.exists():
+        raise CLIError(f"no Prime store at {path}")
+    if repair.in_use(path):
+        raise CLIError(
+            f"a Prime server (or `prime-agent run`) is using the store at {path}: stop it first"
+        )
+    problem = repair.check(path)
+    if problem is None:
+        print(f"The store at {path} is sound: nothing to repair.")
+        return 0
+    print(f"The store at {path} is damaged: {problem}")
+    try:
+        done = repair.repair(path)
+    except Exception as e:
+        raise CLIError(f"could not repair it: {e}") from None
+    rows = ", ".join(f"{table}: {n}" for table, n in done.rows.items() if n) or "no rows"
+    print(f"Repaired: the rows recovered ({rows}) are in a new {path.name}.")
+    if done.header_rebuilt:
+        print("Its header was garbage and was rebuilt from its first page.")
+    for table, gaps in done.skipped.items():
+        print(f"  {table}: {gaps} unreadable stretch(es) skipped (those rows are lost)")
+    if done.lost_tables:
+        print(f"  not readable at all: {', '.join(done.lost_tables)}")
+    if done.orphans:
+        print(f"  {done.orphans} session(s) whose parent was lost are roots now")
+    print(f"The damaged file is kept as {done.kept}.")
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.repair:
+        return cmd_repair(args)
     from traitlets.config import Config
     from traitlets.config.loader import KVArgParseConfigLoader
 
@@ -147,8 +193,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         parts.append(f"memory {_size(limits['data'])} per process (RLIMIT_DATA)")
     if "cpu" in limits:
         parts.append(f"CPU {limits['cpu']} s per process (RLIMIT_CPU)")
+    if "as" in limits:
+        parts.append(f"address space {_size(limits['as'])} per process (RLIMIT_AS)")
     if "nproc" in limits:
         parts.append(f"{limits['nproc']} processes and threads (RLIMIT_NPROC)")
+    if "fsize" in limits:
+        parts.append(f"files up to {_size(limits['fsize'])} (RLIMIT_FSIZE)")
+    if mode == "bwrap":
+        parts.append(f"/tmp {_size(info['tmp_size'])}, /dev/shm {_size(info['shm_size'])}")
     print("Limits per agent kernel: " + (", ".join(parts) or "none"))
     for note in info["notes"]:
         print(f"Note: {note}")

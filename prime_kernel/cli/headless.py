@@ -133,7 +133,8 @@ async def start_daemon(app: Any) -> Any:
     await app._post_start()  # logs (and swallows) an extension that fails to start
     daemon = app.web_app.settings.get("prime_daemon")
     if daemon is None or daemon.pool is None:
-        raise CLIError("the daemon did not start", exit_code=1)
+        error = app.web_app.settings.get("prime_unavailable")
+        raise CLIError(error.message if error else "the daemon did not start", exit_code=1)
     return daemon
 
 

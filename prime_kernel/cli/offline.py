@@ -99,8 +99,8 @@ class StoreReader:
 class StoreEditor(StoreReader):
     """The store opened to make, without a daemon, the changes that need none: a session's goal
     (its model reads the goal from the record, in every prompt, whenever it next runs). The
-    daemon's own `Goals` makes them, recording its events, scrubbed of the secrets this process
-    knows (no session token is live with no daemon)."""
+    daemon's own `Goals` makes them, recording its events; the store scrubs what it writes of the
+    secrets this process knows (no session token is live with no daemon)."""
 
     # While it writes, a server starting on the root waits (and it waits for a server's).
     exclusive = True
@@ -108,9 +108,9 @@ class StoreEditor(StoreReader):
     def __init__(self, directory: Path) -> None:
         super().__init__(directory)
         scrubber = Scrubber()
-        self.goals = Goals(
-            self.registry, EventLog(self.store, scrub=lambda v: scrubber.scrub(v, ()))
-        )
+        # The store is the door secrets do not pass (see daemon/store), here as in a daemon.
+        self.store.redactor = lambda: scrubber.redactor(())
+        self.goals = Goals(self.registry, EventLog(self.store))
 
     def _sink(self) -> Any:
         return self.store.update_session

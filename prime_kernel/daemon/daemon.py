@@ -59,6 +59,7 @@ from .accounting import Accounting
 from .autonomy import Autonomy
 from .collector import Collector
 from .compaction import compact_if_needed
+from .disk import DiskSpace
 from .events import EventLog, Listener
 from .gateway import GatewayLauncher
 from .goals import Goals
@@ -299,9 +300,11 @@ class Daemon(LoggingConfigurable):
         make_store: Callable[[str], Store] = self.store_class
         self.store = make_store(self.store_dir)
         self.registry = SessionRegistry()
-        # Every secret the daemon knows, blanked out of whatever it records (see util/redact).
+        # Every secret the daemon knows, blanked out of whatever the store writes: the store
+        # is the one door (see daemon/store), and what it returns is what memory keeps.
         self.scrubber = Scrubber(config=[self.model_kwargs, self.config])
-        self.event_log = EventLog(self.store, scrub=self.scrub)
+        self.store.redactor = lambda: self.scrubber.redactor(self.tokens.live_tokens())
+        self.event_log = EventLog(self.store)
         self.accounting = Accounting(self.registry)
         self.listing = Listing(
             self.registry, self.accounting, self._kernel_alive, lambda: self.max_name_chars
@@ -354,8 +357,11 @@ class Daemon(LoggingConfigurable):
         self.harness: Harness = self.harness_class(
             parent=self, project_dir=str(Path(self.store_dir) / "harness")
         )
+        # The harness's files and history are a store too: the same door.
+        self.harness.scrub = self.scrub
         self.refiner = Refiner(self)
         self.recovery = Recovery(self)
+        self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
         self.launcher: KernelLauncher | None = None
         self.pool: KernelPool | None = None
         self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
@@ -669,7 +675,7 @@ class Daemon(LoggingConfigurable):
         )
 
     def _launch(self, record: SessionRecord, parent: SessionRecord | None) -> None:
-        self.store.insert_session(record.to_row())
+        record.adopt(self.store.insert_session(record.to_row()))  # as stored: scrubbed
         self.registry.add(record, self.store.update_session)
         live = self.new_live(record)
         task_data: dict[str, Any] = {
@@ -714,7 +720,7 @@ class Daemon(LoggingConfigurable):
                 kernel_id=kernel_id,
                 usage=usage_mod.empty(),
             )
-            self.store.insert_session(record.to_row())
+            record.adopt(self.store.insert_session(record.to_row()))
             self.registry.add(record, self.store.update_session)
             live = self.new_live(record)
             self.tokens.bind(kernel_id, session_id)
@@ -753,6 +759,7 @@ class Daemon(LoggingConfigurable):
                 pass  # a passivation in progress finishes first
             await self.scheduler.acquire(live.id)
             acquired = True
+            self.disk.check("running a session")
             await self.recovery.prepare(live)
             if live.runner is None:  # a woken IDLE session still has its kernel
                 if live.state == SessionState.INACTIVE and live.restore_reason is None:
@@ -978,6 +985,9 @@ class Daemon(LoggingConfigurable):
         if live.cancelling:
             raise asyncio.CancelledError()
         self.accounting.check(live.record)
+        # A full disk (an agent filled it, say) stops the session at once, for one clear
+        # reason, instead of each of its turns failing to record anything.
+        self.disk.check("another turn")
 
     async def _compact(self, live: LiveSession) -> bool:
         """Compact the session's conversation if it is due; whether it was."""
@@ -1063,7 +1073,6 @@ class Daemon(LoggingConfigurable):
             self._release_held(live)
             raise
         self.accounting.add(live.record, cells=1, kernel_time=result.duration)
-        self._scrub(result)
         if result.names is not None:
             live.repl_names = result.names
         self.emit(live, EventKind.CELL, result.to_json(source))
@@ -1071,7 +1080,7 @@ class Daemon(LoggingConfigurable):
         self._check_reach(result)
         if result.status in ("died", "killed"):
             await self._replace_kernel(live, result)
-        elif self._snapshot_due(live):
+        elif self._snapshot_due(live) and self.disk.full() is None:
             await self.snapshots.save(live, "turn")
         return result
 
@@ -1153,18 +1162,12 @@ class Daemon(LoggingConfigurable):
         since = time.time() - (live.last_snapshot or live.record.started)
         return live.snapshot_cost <= self.snapshot_overhead * since
 
-    def _scrub(self, cell: CellResult) -> None:
-        """Blank out secrets in a cell before it is stored or shown to a model: agent code can
-        print its own token, a key from the environment, or the server's token."""
-        redactor = self.scrubber.redactor(self.tokens.live_tokens())
-        cell.code = redactor.text(cell.code)
-        cell.outputs = redactor.value(cell.outputs)
-
     def _on_user_cell(self, live: LiveSession, cell: CellResult) -> None:
         # A person working in the REPL keeps it in use: idle and keep timers start again.
         live.last_active = time.monotonic()
         self.passivation.touch(live.record, live)
-        self._scrub(cell)
+        # Its code and outputs are scrubbed where they are written: the event, and the note
+        # in the conversation (agent code can print a key, its token, the server's token).
         self.emit(live, EventKind.CELL, cell.to_json("user"))
         text = render(cell.outputs, status=cell.status, limit=self.observation_chars, timeout=0)
         live.notes.append(
@@ -1192,8 +1195,8 @@ class Daemon(LoggingConfigurable):
     def record_answer(self, live: LiveSession, blob: str | None, text: str, kind: str) -> None:
         _check_answering(live)
         live.answered = True
-        text = self.scrub(text)
         live.record.update(answer_repr=text, answer_blob=blob)
+        text = live.record.answer_repr or ""  # as stored: scrubbed
         event = {"repr": text, "kind": kind}
         if live.held is not None:
             live.held.append((EventKind.ANSWER, event))  # after the cell that answered

@@ -1,9 +1,9 @@
 """Recording trajectory events and telling listeners about them.
 
-`EventLog.emit` is the one place an event is made: its data is scrubbed of every secret the
-daemon knows (live session tokens, the server's token, provider keys) before it is stored, shown
-to a listener, or later to a model; then it is enqueued to the store; then listeners (the
-server's event bus, the CLI's progress view, the daemon's own reactions) get a `SessionEvent`.
+`EventLog.emit` is the one place an event is made: it is enqueued to the store (which scrubs
+its data of every secret the daemon knows: live session tokens, the server's token, provider
+keys), then listeners (the server's event bus, the CLI's progress view, the daemon's own
+reactions) get a `SessionEvent`, which carries no data of its own.
 """
 
 from __future__ import annotations
@@ -45,13 +45,11 @@ class SessionEvent:
 
 
 Listener = Callable[[SessionEvent], None]
-Scrubber = Callable[[Any], Any]
 
 
 class EventLog:
-    def __init__(self, store: Store, scrub: Scrubber | None = None) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.scrub: Scrubber = scrub or (lambda value: value)
         self._listeners: list[Listener] = []
 
     def add_listener(self, listener: Listener) -> None:
@@ -62,7 +60,7 @@ class EventLog:
             self._listeners.remove(listener)
 
     def emit(self, record: SessionRecord, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
-        event = self.store.append_event(record.id, kind.value, self.scrub(data))
+        event = self.store.append_event(record.id, kind.value, data)
         note = SessionEvent(
             record.id,
             kind.value,

@@ -136,10 +136,9 @@ class ForkedProcess:
 class Template:
     """One template process: the requests to it and the kernels it forked."""
 
-    def __init__(self, python: str, env: dict[str, str], cwd: str) -> None:
+    def __init__(self, python: str, env: dict[str, str]) -> None:
         self.python = python
         self.env = env
-        self.cwd = cwd
         self.pid = 0
         self.alive = False
         self.started = 0.0
@@ -167,7 +166,10 @@ class Template:
             self._process = subprocess.Popen(
                 argv,
                 env=self.env,
-                cwd=self.cwd,
+                # Not the kernels' folder: `python -m` puts its working folder first on the
+                # import path, and agents write in theirs (a module they left there would be
+                # imported here, outside any sandbox). Each kernel moves to its own.
+                cwd=private.base(),
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
@@ -275,10 +277,9 @@ class Template:
 
 @dataclass(frozen=True)
 class Key:
-    """Kernels of one key fork from the same template: same Python, folder and home."""
+    """Kernels of one key fork from the same template: same Python and home."""
 
     python: str
-    cwd: str
     sandboxed: bool
 
 
@@ -304,16 +305,19 @@ class ForkServer:
         sandbox: list[str] | None,
         argv: list[str],
         boot_fd: int,
+        log_fd: int | None = None,
+        user: tuple[int, int] | None = None,
     ) -> ForkedProcess:
         """A kernel forked from the template for its kind; it finishes its start meanwhile
-        (`ForkedProcess.started()`). ForkError: no kernel was started (start it the usual
-        way)."""
-        key = Key(python, cwd, sandbox is not None)
+        (`ForkedProcess.started()`). `log_fd`: its stdout and stderr; `user`: the host
+        (uid, gid) it drops to. ForkError: no kernel was started (start it the usual way)."""
+        key = Key(python, sandbox is not None)
         template = await self._template(key, env)
         ready_r, ready_w = os.pipe()
         try:
-            request = {"argv": argv, "cwd": cwd, "env": env, "sandbox": sandbox}
-            process = await template.fork(request, [boot_fd, ready_w], self.start_timeout)
+            request = {"argv": argv, "cwd": cwd, "env": env, "sandbox": sandbox, "user": user}
+            fds = [boot_fd, ready_w] + ([log_fd] if log_fd is not None else [])
+            process = await template.fork(request, fds, self.start_timeout)
         except BaseException:
             os.close(ready_r)
             raise
@@ -376,7 +380,7 @@ class ForkServer:
 
     async def _start(self, key: Key) -> Template:
         try:
-            template = Template(key.python, self._env[key], key.cwd)
+            template = Template(key.python, self._env[key])
             template.on_end.append(lambda t: self._template_ended(key, t))
             await template.start(self.start_timeout)
             self._templates[key] = template

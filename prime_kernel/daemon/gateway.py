@@ -368,6 +368,7 @@ class GatewayLauncher(KernelLauncher):
             "unpickle_allow": list(
                 self.config.get("PrimeProvisioner", {}).get("unpickle_allow", [])
             ),
+            "unpickle_max_bytes": getattr(self.parent, "max_blob_bytes", None),
         }
         body = {
             "name": self.remote_kernel_name or self.kernel_name,

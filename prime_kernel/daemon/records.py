@@ -1,8 +1,9 @@
 """A session's durable record, typed, writing through to the store.
 
 `SessionRecord.update(**fields)` is the only way a record changes: the change is enqueued to the
-store first and then applied in memory, so the two never disagree (the store's writer applies
-writes in order and never drops one; see `daemon.store`).
+store first and then applied in memory as the store wrote it (scrubbed of secrets), so the two
+never disagree (the store's writer applies writes in order and never drops one; see
+`daemon.store`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 
 from ..protocol.states import SessionKind, SessionState
 
-Sink = Callable[[str, dict[str, Any]], None]
+# Writes a record's changed fields; returns them as written (None: as given).
+Sink = Callable[[str, dict[str, Any]], "dict[str, Any] | None"]
 
 
 @dataclass(eq=False)
@@ -57,6 +59,12 @@ class SessionRecord:
         values["usage"] = values.get("usage") or {}
         return cls(**values, sink=sink)
 
+    def adopt(self, row: dict[str, Any]) -> None:
+        """Take the values of `row` (this record's row as the store wrote it, scrubbed)."""
+        for key in FIELDS:
+            if key in row and key not in ("state", "kind"):
+                setattr(self, key, row[key])
+
     def to_row(self) -> dict[str, Any]:
         # Read straight from the instance dict: every list of sessions makes one per record.
         values = self.__dict__
@@ -71,7 +79,9 @@ class SessionRecord:
         if unknown or "id" in fields:
             raise AttributeError(f"not updatable session fields: {sorted(unknown | {'id'})}")
         if self.sink is not None:
-            self.sink(self.id, {k: _plain(v) for k, v in fields.items()})
+            written = self.sink(self.id, {k: _plain(v) for k, v in fields.items()})
+            if written is not None:
+                fields = written
         for key, value in fields.items():
             if key == "state":
                 value = SessionState(value)

@@ -70,14 +70,16 @@ class SessionRegistry:
         self._watchers.append(watcher)
 
     def _tracking(self, sink: Sink) -> Sink:
-        def write(session_id: str, fields: dict[str, Any]) -> None:
-            sink(session_id, fields)
+        def write(session_id: str, fields: dict[str, Any]) -> dict[str, Any] | None:
+            written = sink(session_id, fields)
+            fields = written if written is not None else fields
             record = self._records[session_id]  # still with its old values
             if "state" in fields:
                 self._moved(record, SessionState(fields["state"]))
             for watcher in self._watchers:
                 watcher(record, fields)
             self.touch(session_id)
+            return fields
 
         return write
 

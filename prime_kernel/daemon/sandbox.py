@@ -6,18 +6,27 @@ bubblewrap (`bwrap`) works, each agent kernel runs in its own namespaces:
 - a private PID namespace: /proc shows the kernel's own processes only;
 - the filesystem read-only, except the server root (writable), with the home folder, the
   Jupyter runtime folder, `<root>/.prime/`, /tmp, /var/tmp and /run replaced by empty folders
-  (nothing of other kernels, the server or the store is there to read or lock);
+  of a bounded size (`tmp_size`; /dev/shm: `shm_size`) — nothing of other kernels, the server
+  or the store is there to read or lock;
+- of the Python installation, only what the kernel's interpreter puts on its path (its
+  prefix, standard library, site-packages, PYTHONPATH and .pth entries), never the folder the
+  server was started from;
 - no capabilities; the network shared or not (`network`);
-- the kernel's own private folder (its ZMQ sockets) and the daemon's Unix socket bound in.
+- the kernel's own private folder (its ZMQ sockets) and the daemon's Unix socket bound in;
+- when the server runs as root, a host uid of the kernel's own (agent_users.py): bwrap then
+  runs privileged, without a user namespace (a uid mapped in one is still root outside, and
+  Linux exempts root from RLIMIT_NPROC), and the kernel drops to its uid before any of its
+  code runs (`setpriv`, or the forked kernel itself).
 
 This module only detects whether the sandbox works here and builds the command that wraps a
 kernel command in it; the provisioner (prime_kernel/provisioner.py) does the launching.
-Resource limits are applied by the kernel's own boot code (prime_kernel/kernel/boot.py),
-inside the sandbox's user namespace, from `limits()`.
+Resource limits are applied by the kernel's own boot code (prime_kernel/kernel/boot.py) from
+`limits()`, soft = hard, before any agent code runs.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
@@ -41,10 +50,14 @@ PROTECTS = {
     BWRAP: [
         "private PID namespace: no other process (kernel or server) is visible in /proc",
         "home folder, Jupyter runtime folder, <root>/.prime, /tmp, /run: empty in the sandbox",
+        "of the Python install only what the interpreter needs; not the server's folder",
         "other kernels' connection files and sockets unreachable; no TCP ports (IPC transport)",
         "daemon reached over a Unix socket; token passed by pipe, never in the environment",
+        "no inherited descriptors: stdin is /dev/null, stdout and stderr the kernel's own log",
         "no capabilities, no new privileges; provider keys not in the kernel's environment",
-        "resource limits per kernel (memory, CPU time, processes)",
+        "a host uid of its own when the server runs as root (the process limit binds)",
+        "limits per kernel: address space, heap, CPU time, processes, file size, /tmp and "
+        "/dev/shm size",
     ],
     NONE: [
         "token passed by pipe, never in an environment or on a command line",
@@ -75,6 +88,10 @@ class Probe:
     bwrap: str | None = None
     version: str = ""
     reason: str = ""
+    # When the server is root: the setpriv that drops each kernel to a uid of its own (None:
+    # kernels stay root, `users` says why).
+    setpriv: str | None = None
+    users: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +99,7 @@ class Probe:
             "bwrap": self.bwrap,
             "version": self.version,
             "reason": self.reason,
+            "users": self.users,
             "protects": PROTECTS[self.mode],
             "exposes": EXPOSES[self.mode],
         }
@@ -146,15 +164,59 @@ class Sandbox(LoggingConfigurable):
     process_limit = Int(
         512,
         config=True,
-        help="Processes and threads an agent kernel may have at once (RLIMIT_NPROC, counted "
-        "in the sandbox's user namespace; Linux does not apply it to root); 0: no limit. "
-        "Applies only in the sandbox.",
+        help="Processes and threads an agent kernel may have at once (RLIMIT_NPROC); 0: no "
+        "limit. Applies only in the sandbox, where a kernel has a user (a uid of its own when "
+        "the server is root, or a user namespace) whose processes are its alone.",
+    )
+    address_space_limit = Int(
+        -1,
+        config=True,
+        help="Bytes of address space each process of an agent kernel may map (RLIMIT_AS: "
+        "private and shared mappings alike, which RLIMIT_DATA does not bound); -1: half the "
+        "machine's memory; 0: no limit. Libraries that reserve large address ranges up front "
+        "(some GPU and JIT runtimes) need it raised.",
+    )
+    file_size_limit = Int(
+        16 << 30,
+        config=True,
+        help="Largest file an agent kernel's processes may write, in bytes (RLIMIT_FSIZE: a "
+        "write past it fails with 'File too large'); 0: no limit.",
+    )
+    tmp_size = Int(
+        1 << 30,
+        config=True,
+        help="Size in bytes of each in-memory folder of the sandbox (/tmp, /var/tmp, the home "
+        "folder, /run): writes past it fail with 'No space left on device'.",
+    )
+    shm_size = Int(
+        256 << 20,
+        config=True,
+        help="Size in bytes of the sandbox's /dev/shm (shared memory files).",
+    )
+    first_uid = Int(
+        70000,
+        config=True,
+        help="When the server runs as root: the first of the host uids agent kernels run as, "
+        "one per kernel (uids with an account are skipped). With a sandbox only.",
+    )
+    uids = Int(
+        1000,
+        min=0,
+        config=True,
+        help="How many uids from first_uid agent kernels may have (kernels at once); 0 runs "
+        "them as root, as the server (not advised: no process limit binds root).",
+    )
+    agent_gid = Int(
+        -1,
+        config=True,
+        help="The group of every agent kernel, given read and write on the server root by a "
+        "POSIX ACL when kernels run as their own uids; -1: first_uid.",
     )
 
     _probe: Probe | None = None
 
     # -- detection ------------------------------------------------------------------------
-    @observe("mode", "bwrap_path", "network")
+    @observe("mode", "bwrap_path", "network", "first_uid", "uids", "agent_gid")
     def _forget_probe(self, change: Any) -> None:
         self._probe = None
 
@@ -174,20 +236,55 @@ class Sandbox(LoggingConfigurable):
             return self._unavailable(
                 "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
             )
-        # Run the very namespaces and mounts a kernel gets, with /bin/true as the kernel:
-        # user namespaces may be disabled (sysctl, AppArmor) even where bwrap is installed.
-        argv = [path, *self._base_args(), "--ro-bind", "/", "/", "--", "/bin/true"]
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
             version = subprocess.run(
                 [path, "--version"], capture_output=True, text=True, timeout=30
             ).stdout.strip()
         except (OSError, subprocess.SubprocessError) as e:
             return self._unavailable(f"{path} could not run: {e}")
+        if os.geteuid() == 0 and self.uids > 0:
+            setpriv = shutil.which("setpriv")
+            if setpriv is None:
+                users = "agent kernels run as root: setpriv (util-linux) is not installed"
+            else:
+                test = [setpriv, "--reuid", str(self.first_uid), "--regid", str(self.gid())]
+                test += ["--clear-groups", "--", "/bin/true"]
+                error = self._try(path, self._base_args(privileged=True, exec_=True), test)
+                if error is None:
+                    return Probe(
+                        BWRAP,
+                        bwrap=path,
+                        version=version,
+                        setpriv=setpriv,
+                        users=f"each agent kernel runs as a uid of its own from {self.first_uid}",
+                    )
+                users = f"agent kernels run as root: dropping to a uid failed here ({error})"
+        elif os.geteuid() == 0:
+            users = "agent kernels run as root (c.Sandbox.uids = 0)"
+        else:
+            users = f"agent kernels run as the server's user (uid {os.geteuid()})"
+        # User namespaces may be disabled (sysctl, AppArmor) even where bwrap is installed.
+        error = self._try(path, self._base_args(), ["/bin/true"])
+        if error is not None:
+            return self._unavailable(f"{path} does not work here: {error}")
+        return Probe(BWRAP, bwrap=path, version=version, users=users)
+
+    def _try(self, bwrap: str, base: list[str], command: list[str]) -> str | None:
+        """Run the very namespaces and kinds of mounts a kernel gets, with `command` as the
+        kernel; None if it worked, else why not."""
+        argv = [bwrap, *base, "--ro-bind", "/", "/", "--dev", "/dev"]
+        argv += ["--perms", "01777", "--size", str(1 << 20), "--tmpfs", "/tmp", "--", *command]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError) as e:
+            return str(e)
         if done.returncode != 0:
-            detail = done.stderr.strip() or f"exit status {done.returncode}"
-            return self._unavailable(f"{path} does not work here: {detail}")
-        return Probe(BWRAP, bwrap=path, version=version)
+            return done.stderr.strip() or f"exit status {done.returncode}"
+        return None
+
+    def gid(self) -> int:
+        """The agents' group."""
+        return self.agent_gid if self.agent_gid >= 0 else self.first_uid
 
     def _unavailable(self, reason: str) -> Probe:
         if self.mode == BWRAP:
@@ -200,7 +297,9 @@ class Sandbox(LoggingConfigurable):
         p = self.probe()
         if p.mode == BWRAP and p.bwrap:
             net = "with" if self.network else "without"
-            return f"agent kernels run sandboxed by {p.version or p.bwrap} ({net} network)"
+            return (
+                f"agent kernels run sandboxed by {p.version or p.bwrap} ({net} network); {p.users}"
+            )
         if p.mode == BWRAP:
             return f"agent kernels cannot start: the sandbox is required but {p.reason}"
         return f"agent kernels run WITHOUT a sandbox: {p.reason}"
@@ -210,21 +309,52 @@ class Sandbox(LoggingConfigurable):
         """The rlimits the kernel's boot code sets on itself (soft = hard: it cannot raise
         them again). The process limit only inside the sandbox: outside a user namespace of
         its own it would count every process of the user."""
-        memory = self.memory_limit
-        if memory < 0:
-            memory = _physical_memory() // 2
-        out = {"data": memory, "cpu": self.cpu_time_limit, "core": 0}
+        half = _physical_memory() // 2
+        out = {
+            "data": self.memory_limit if self.memory_limit >= 0 else half,
+            "as": self.address_space_limit if self.address_space_limit >= 0 else half,
+            "cpu": self.cpu_time_limit,
+            "fsize": self.file_size_limit,
+            "core": 0,
+        }
         if sandboxed:
             out["nproc"] = self.process_limit
         return {k: v for k, v in out.items() if v > 0 or k == "core"}
 
+    # -- users --------------------------------------------------------------------------------
+    _users: Any = None
+
+    def users(self) -> Any:
+        """The AgentUsers handing out uids (None unless the server is root and dropping to a
+        uid works here)."""
+        if self.probe().setpriv is None:
+            return None
+        if self._users is None:
+            from .agent_users import AgentUsers
+
+            self._users = AgentUsers(self.first_uid, self.uids, self.gid())
+        return self._users
+
     # -- the command ----------------------------------------------------------------------
-    def _base_args(self) -> list[str]:
-        args = ["--unshare-all"]
-        if self.network:
-            args.append("--share-net")
+    def _base_args(self, *, privileged: bool = False, exec_: bool = False) -> list[str]:
+        """Namespaces and capabilities. `privileged` (the server is root and kernels get uids
+        of their own): no user namespace, in which the kernel's uid would be root's outside;
+        `exec_`: the kernel is exec'd through setpriv, which needs these three capabilities
+        to drop to its uid, and drops them all."""
+        if privileged:
+            args = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+            if not self.network:
+                args.append("--unshare-net")
+        else:
+            args = ["--unshare-all"]
+            if self.network:
+                args.append("--share-net")
         # --die-with-parent: the sandbox dies with the server, as kernels do.
-        return [*args, "--die-with-parent", "--cap-drop", "ALL"]
+        args += ["--die-with-parent", "--cap-drop", "ALL"]
+        if privileged and exec_:
+            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"):
+                args += ["--cap-add", cap]
+        return args
 
     def layout(
         self,
@@ -256,6 +386,41 @@ class Sandbox(LoggingConfigurable):
             writable=_clean([root_dir, *self.writable_paths, *private_dirs], root_ok=True),
         )
 
+    def command_for(
+        self,
+        kernel_cmd: list[str],
+        layout: Layout,
+        *,
+        cwd: str,
+        bwrap: str,
+        info_fd: int | None = None,
+        user: tuple[int, int] | None = None,
+    ) -> list[str]:
+        """`command`, with the kernel dropped to the host `user` (uid, gid) when given: by
+        setpriv before the kernel's command (`info_fd` None), or by the forked kernel itself."""
+        if user is None:
+            return self.command(kernel_cmd, layout, cwd=cwd, bwrap=bwrap, info_fd=info_fd)
+        setpriv = self.probe().setpriv
+        assert setpriv is not None
+        if info_fd is None:
+            uid, gid = user
+            kernel_cmd = [
+                setpriv,
+                "--reuid",
+                str(uid),
+                "--regid",
+                str(gid),
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+                *kernel_cmd,
+            ]
+        return self.command(
+            kernel_cmd, layout, cwd=cwd, bwrap=bwrap, info_fd=info_fd, privileged=True
+        )
+
     def command(
         self,
         kernel_cmd: list[str],
@@ -264,9 +429,11 @@ class Sandbox(LoggingConfigurable):
         cwd: str,
         bwrap: str,
         info_fd: int | None = None,
+        privileged: bool = False,
     ) -> list[str]:
         """`kernel_cmd` wrapped in bwrap with `layout`; with `info_fd`, bwrap writes the
-        sandbox's pid there (a forked kernel joins the sandbox by it).
+        sandbox's pid there (a forked kernel joins the sandbox by it); `privileged`: see
+        `_base_args` (`command_for` sets it).
 
         The outer bwrap process ignores SIGINT (`trap '' INT` before exec; ignored signals
         stay ignored across exec; with `info_fd` the caller ignores it already, and the
@@ -282,23 +449,38 @@ class Sandbox(LoggingConfigurable):
         def under_hidden(p: str) -> bool:
             return any(_inside(p, h) for h in hidden)
 
+        size = str(max(self.tmp_size, 4096))
         for p in layout.hidden:
-            ops.append((p, 0, ["--tmpfs", p]))
+            # Sticky and open to all, as /tmp is: the kernel's uid may not be the owner's.
+            ops.append((p, 0, ["--perms", "01777", "--size", size, "--tmpfs", p]))
         for p in layout.sealed:
-            ops.append((p, 0, ["--tmpfs", p]))
+            ops.append((p, 0, ["--size", str(1 << 20), "--tmpfs", p]))
+        binds: list[str] = []
         for p in layout.read_only:
             if under_hidden(p):  # elsewhere it is visible (read-only) already
                 ops.append((p, 1, ["--ro-bind", p, p]))
+                binds.append(p)
         for p in layout.writable:
             ops.append((p, 1, ["--bind", p, p]))
+            binds.append(p)
+        # The folders between an emptied one and a path mounted inside it, made open to all
+        # (bwrap would make them 0700, closed to a kernel that is not root).
+        made = {p for p, _, _ in ops}
+        for p in [*binds, *hidden]:
+            for parent in _parents_below(p, hidden):
+                if parent not in made:
+                    made.add(parent)
+                    ops.append((parent, 1, ["--perms", "0755", "--dir", parent]))
         # Parents before children: a folder emptied, then a path inside it bound back (the
         # Python install under the home folder), then a path inside that emptied again (the
         # store inside the root).
         ops.sort(key=lambda op: (_depth(op[0]), op[1]))
         if not any(_inside(cwd, w) for w in layout.writable) and under_hidden(cwd):
             cwd = layout.writable[0] if layout.writable else "/"
-        argv = [bwrap, *self._base_args(), "--ro-bind", "/", "/", "--dev", "/dev"]
-        argv += ["--proc", "/proc"]
+        base = self._base_args(privileged=privileged, exec_=privileged and info_fd is None)
+        argv = [bwrap, *base, "--ro-bind", "/", "/", "--dev", "/dev"]
+        shm = str(max(self.shm_size, 4096))
+        argv += ["--perms", "01777", "--size", shm, "--tmpfs", "/dev/shm", "--proc", "/proc"]
         for _, _, args in ops:
             argv += args
         # Read-only last: files bound inside a sealed folder (the connection file in the
@@ -330,17 +512,37 @@ def root_warning(root_dir: str) -> str | None:
     return None
 
 
-def python_paths(kernel_cmd: list[str]) -> list[str]:
-    """Folders the kernel's Python needs to start: this interpreter's prefixes and import
-    path (PYTHONPATH and editable installs included), and the kernel executable's prefix."""
-    paths = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
-    paths.update(p for p in sys.path if p and os.path.isabs(p))
-    paths.update(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
-    if kernel_cmd:
-        exe = shutil.which(kernel_cmd[0]) or kernel_cmd[0]
+_PATHS = (
+    "import json, sys; print(json.dumps([sys.prefix, sys.exec_prefix, sys.base_prefix, "
+    "sys.base_exec_prefix, *[p for p in sys.path[1:] if p]]))"
+)
+_paths_seen: dict[tuple[str, str], list[str]] = {}
+
+
+def python_paths(kernel_cmd: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """Folders the kernel's Python needs: what that interpreter, started in / with the kernel's
+    environment, puts on its path (prefixes, standard library, site-packages, PYTHONPATH, .pth
+    and editable installs) — never the folder the server was started from, which this
+    process's own sys.path begins with under `python -m jupyter ...`."""
+    exe = shutil.which(kernel_cmd[0]) if kernel_cmd else None
+    exe = exe or sys.executable
+    env = dict(os.environ if env is None else env)
+    key = (exe, env.get("PYTHONPATH", ""))
+    if key not in _paths_seen:
+        paths: list[str] = []
+        try:
+            done = subprocess.run(
+                [exe, "-c", _PATHS], env=env, cwd="/", capture_output=True, text=True, timeout=60
+            )
+            paths = [p for p in json.loads(done.stdout) if os.path.isabs(p)]
+        except (OSError, ValueError, subprocess.SubprocessError):
+            log.warning("could not ask %s for its path; binding this interpreter's", exe)
+            paths = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
+            paths += [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
         real = Path(exe).resolve()
-        paths.add(str(real.parent.parent))  # <prefix>/bin/python -> <prefix>
-    return sorted(paths)
+        paths.append(str(real.parent.parent))  # <prefix>/bin/python -> <prefix>
+        _paths_seen[key] = sorted(set(paths))
+    return list(_paths_seen[key])
 
 
 def _clean(paths: list[str], *, root_ok: bool = False) -> list[str]:
@@ -362,6 +564,20 @@ def _inside(path: str, folder: str) -> bool:
 
 def _depth(path: str) -> int:
     return len(Path(path).parts)
+
+
+def _parents_below(path: str, hidden: list[str]) -> list[str]:
+    """The folders strictly between the deepest emptied folder holding `path` and `path`."""
+    holders = [h for h in hidden if h != path and _inside(path, h)]
+    if not holders:
+        return []
+    top = max(holders, key=len)
+    out = []
+    parent = os.path.dirname(path)
+    while parent != top and _inside(parent, top):
+        out.append(parent)
+        parent = os.path.dirname(parent)
+    return out[::-1]
 
 
 def _account_home() -> str:
@@ -406,4 +622,6 @@ def status(sandbox: Sandbox | None) -> dict[str, Any]:
     out = sandbox.probe().to_json()
     out["network"] = sandbox.network if out["mode"] == "bwrap" else True
     out["limits"] = sandbox.limits(out["mode"] == "bwrap")
+    out["tmp_size"] = sandbox.tmp_size
+    out["shm_size"] = sandbox.shm_size
     return out

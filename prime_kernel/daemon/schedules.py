@@ -67,7 +67,7 @@ KINDS = ("every", "at", "cron")
 # Missed ticks counted one by one up to this many (a cron every minute, a year down).
 MAX_COUNTED = 10_000
 
-Sink = Callable[[str, dict[str, Any]], None]
+Sink = Callable[[str, dict[str, Any]], "dict[str, Any] | None"]
 
 
 @dataclass(eq=False)
@@ -98,7 +98,9 @@ class Schedule:
     def update(self, **fields: Any) -> None:
         """Change fields: written to the store, then here (as session records do)."""
         if self.sink is not None:
-            self.sink(self.id, fields)
+            written = self.sink(self.id, fields)
+            if written is not None:  # as the store wrote it (scrubbed)
+                fields = written
         for key, value in fields.items():
             setattr(self, key, value)
 
@@ -386,7 +388,8 @@ class Schedules(LoggingConfigurable):
             created=now,
             next_ts=first,
         )
-        self.store.insert_schedule(s.row())
+        for key, value in self.store.insert_schedule(s.row()).items():
+            setattr(s, key, value)  # as the store wrote it (scrubbed)
         s.sink = self.store.update_schedule
         self._items[s.id] = s
         self._event(s, "created")

@@ -19,32 +19,35 @@ Message = dict[str, Any]
 
 class Conversation:
     """The message list a session's model is shown (L1), kept in the store as it grows so that
-    a restarted daemon resumes it; a compaction replaces it whole."""
+    a restarted daemon resumes it; a compaction replaces it whole. The store's callbacks return
+    the messages as they wrote them (scrubbed of secrets): those are what the model is shown."""
 
     def __init__(
         self,
         messages: list[Message] | None = None,
         *,
-        on_append: Callable[[list[Message]], None] | None = None,
-        on_replace: Callable[[list[Message]], None] | None = None,
+        on_append: Callable[[list[Message]], list[Message] | None] | None = None,
+        on_replace: Callable[[list[Message]], list[Message] | None] | None = None,
     ) -> None:
         self._messages: list[Message] = list(messages or [])
         self._on_append = on_append
         self._on_replace = on_replace
 
     def append(self, *messages: Message) -> None:
+        written: list[Message] | None = list(messages)
         if self._on_append is not None:
-            self._on_append(list(messages))
-        self._messages.extend(messages)
+            written = self._on_append(list(messages))
+        self._messages.extend(messages if written is None else written)
 
     def load(self, messages: list[Message]) -> None:
         """Messages read back from the store (not written again)."""
         self._messages[:] = messages
 
     def replace(self, messages: list[Message]) -> None:
+        written: list[Message] | None = messages
         if self._on_replace is not None:
-            self._on_replace(list(messages))
-        self._messages[:] = messages
+            written = self._on_replace(list(messages))
+        self._messages[:] = messages if written is None else written
 
     @property
     def messages(self) -> list[Message]:

@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
-from .files import Export, Source, collect, default_target, export_to, under_root, write
-from .notebook import RENDERERS, NotebookExporter, context_name, notebook_name
+from .contexts import ContextFile, context_file
+from .files import (
+    Export,
+    Source,
+    collect,
+    default_target,
+    export_to,
+    target_parts,
+    under_root,
+    write,
+)
+from .notebook import RENDERERS, NotebookExporter, notebook_name
 
 __all__ = [
     "RENDERERS",
+    "ContextFile",
     "Export",
     "NotebookExporter",
     "Source",
     "collect",
-    "context_name",
+    "context_file",
     "default_target",
     "export_to",
     "notebook_name",
+    "target_parts",
     "under_root",
     "write",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 from nbformat import NotebookNode
@@ -24,6 +24,9 @@ from ..protocol.events import EventKind
 from ..protocol.states import SessionKind, SessionState
 from ..util.format import cap, fmt_interval, fmt_usage
 from ..util.redact import Redactor
+
+if TYPE_CHECKING:
+    from .contexts import ContextFile
 
 KERNELSPEC = {"name": "prime-agent", "display_name": "Prime Agent", "language": "python"}
 LANGUAGE_INFO = {
@@ -47,11 +50,6 @@ _STATUS_NOTES = {
 def notebook_name(session_id: str) -> str:
     """The file a session's notebook has beside its parent's and children's."""
     return f"{session_id}.ipynb"
-
-
-def context_name(session_id: str) -> str:
-    """The file `--with-context` writes a session's pickled context to."""
-    return f"{session_id}.context.pkl"
 
 
 def _when(ts: float | None) -> str:
@@ -136,16 +134,17 @@ class NotebookExporter(LoggingConfigurable):
         events: list[dict[str, Any]],
         *,
         states: dict[str, str] | None = None,
-        with_context: bool = False,
+        context: ContextFile | None = None,
     ) -> NotebookNode:
         """The notebook of one session from its record and events; `states` are its
-        children's states (for their links)."""
+        children's states (for their links); `context`, the context file written beside it
+        (its cell loads it), if any."""
         redactor = self.redactor
         record = redactor.value(record)
         events = redactor.value(events)
         cells: list[NotebookNode] = [self._header(record)]
         if record.get("context_type"):
-            cells.extend(self._context_cells(record, with_context))
+            cells.extend(self._context_cells(record, context))
         cells.extend(_Story(self, states or {}).cells(events))
         cells.append(self._summary(record))
         nb = new_notebook(cells=cells, metadata=self._metadata(record))
@@ -159,9 +158,9 @@ class NotebookExporter(LoggingConfigurable):
         events: list[dict[str, Any]],
         *,
         states: dict[str, str] | None = None,
-        with_context: bool = False,
+        context: ContextFile | None = None,
     ) -> bytes:
-        nb = self.notebook(record, events, states=states, with_context=with_context)
+        nb = self.notebook(record, events, states=states, context=context)
         return nbformat.writes(nb).encode()
 
     def _metadata(self, record: dict[str, Any]) -> dict[str, Any]:
@@ -221,23 +220,43 @@ class NotebookExporter(LoggingConfigurable):
             "\n".join(lines), id="prime-header", metadata={"prime": {"kind": "header"}}
         )
 
-    def _context_cells(self, record: dict[str, Any], with_context: bool) -> list[NotebookNode]:
-        sid, ctype = record["id"], record["context_type"]
-        name = context_name(sid)
+    def _context_cells(
+        self, record: dict[str, Any], context: ContextFile | None
+    ) -> list[NotebookNode]:
+        sid, claimed = record["id"], record["context_type"]
         meta = {"prime": {"kind": "context"}}
-        if not with_context:
+        if context is None:
             text = (
-                f"This session was given a `context` (a `{ctype}`): in its REPL it is the "
-                "variable `context`. To re-run the cells below, export again with "
-                f"`prime-agent export {sid} --with-context`, which writes `{name}` beside this "
-                "notebook and adds a cell that loads it."
+                f"This session was given a `context` (its sender called it a `{claimed}`): in "
+                "its REPL it is the variable `context`. To re-run the cells below, export "
+                f"again with `prime-agent export {sid} --with-context`, which writes it beside "
+                "this notebook and adds a cell that loads it."
             )
             return [new_markdown_cell(text, id="prime-context", metadata=meta)]
-        text = (
-            f"This session was given a `context` (a `{ctype}`): in its REPL it is the variable "
-            f"`context`. It was written beside this notebook as `{name}`; the next cell loads it."
-        )
-        code = f'import pickle\n\nwith open("{name}", "rb") as f:\n    context = pickle.load(f)'
+        name = context.name
+        if context.format == "json":
+            text = (
+                f"This session was given a `context`, {context.holds} of plain data: in its "
+                f"REPL it is the variable `context`. It was written beside this notebook as "
+                f"`{name}` (JSON); the next cell loads it."
+            )
+            code = (
+                "import json\n\n"
+                f'with open("{name}", encoding="utf-8") as f:\n    context = json.load(f)'
+            )
+        else:
+            text = (
+                f"This session was given a `context` (its sender called it a `{claimed}`; it "
+                f"is {context.holds}): in its REPL it is the variable `context`. It was written "
+                f"beside this notebook as `{name}`. The next cell loads it with Prime's "
+                "restricted unpickler, which builds plain data types only (numpy and pandas "
+                "included) and refuses anything else by name: a pickle made by an agent is a "
+                "program, and loading it with `pickle` would run whatever it names."
+            )
+            code = (
+                "from prime_kernel.kernel.safe_pickle import load\n\n"
+                f'with open("{name}", "rb") as f:\n    context = load(f, what="the context")'
+            )
         return [
             new_markdown_cell(text, id="prime-context", metadata=meta),
             new_code_cell(code, id="prime-context-load", metadata=meta),

@@ -8,6 +8,7 @@ files edited by hand (their hash differs from the last recorded version) on ever
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,10 @@ class Harness(LoggingConfigurable):
             {"project": Path(self.project_dir), "global": Path(self.global_dir).expanduser()}
         )
         self._versions: dict[str, VersionStore] = {}
+        # Blanks out secrets in what is written (a daemon sets its own): an entry's files, its
+        # history, refinements, and the text added to prompts (a file edited by hand is the
+        # person's own, but what goes from it into a prompt or the history is scrubbed).
+        self.scrub: Callable[[Any], Any] = lambda value: value
 
     def close(self) -> None:
         for store in self._versions.values():
@@ -74,7 +79,9 @@ class Harness(LoggingConfigurable):
         if scope not in SCOPES:
             raise E.InvalidEntry(f"unknown scope {scope!r}: use 'project' or 'global'")
         if scope not in self._versions:
-            self._versions[scope] = VersionStore(self.files.root(scope) / "history.sqlite3")
+            self._versions[scope] = VersionStore(
+                self.files.root(scope) / "history.sqlite3", scrub=lambda v: self.scrub(v)
+            )
         return self._versions[scope]
 
     # -- reading (noticing hand edits on the way) -----------------------------------------
@@ -163,6 +170,7 @@ class Harness(LoggingConfigurable):
         refinement_id: str | None = None,
         op: str | None = None,
     ) -> dict[str, Any]:
+        new = self.scrub(new)
         store = self.versions(scope)
         with store.transaction():
             current, version = self._sync(scope, kind, entry_id)
@@ -425,7 +433,7 @@ class Harness(LoggingConfigurable):
     def context(self, record: dict[str, Any]) -> str:
         from .context import build_context
 
-        return build_context(self, record)
+        return str(self.scrub(build_context(self, record)))
 
 
 def _int(value: Any, name: str) -> int:

@@ -15,7 +15,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -65,9 +65,12 @@ _REFINEMENT_JSON = ("evidence", "edits", "usage", "rolled_back")
 
 
 class VersionStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, scrub: Callable[[Any], Any] | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        # Applied to every text written here (a version's files, reasons, evidence; a
+        # refinement): the daemon's secrets never reach the history.
+        self.scrub: Callable[[Any], Any] = scrub or (lambda value: value)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
         self._db.row_factory = sqlite3.Row
@@ -152,6 +155,7 @@ class VersionStore:
         evidence: list[Any] | None = None,
         refinement_id: str | None = None,
     ) -> dict[str, Any]:
+        before, after, reason, evidence = self.scrub([before, after, reason, evidence])
         with self.transaction():
             last = self.latest(kind, entry_id)
             version = (last["version"] if last else 0) + 1
@@ -180,6 +184,7 @@ class VersionStore:
 
     # -- refinements ------------------------------------------------------------------------
     def put_refinement(self, record: dict[str, Any]) -> None:
+        record = self.scrub(record)
         row = {
             k: (json.dumps(v, default=str) if k in _REFINEMENT_JSON else v)
             for k, v in record.items()

@@ -1,8 +1,8 @@
 """What a Prime kernel does before anything else: take its capability, and harden itself.
 
 The provisioner hands each kernel a small JSON document through a pipe whose descriptor is
-named by `PRIME_BOOT_FD`: the daemon's URL, the kernel's capability token, and for agent
-kernels the resource limits and the unpickling allow-list. The token never enters an
+named by `PRIME_BOOT_FD`: the daemon's URL, the kernel's capability token, the unpickling
+allow-list and limit, and for agent kernels the resource limits. The token never enters an
 environment (`/proc/<pid>/environ` shows a process's initial environment to anyone who may
 read it) nor a command line. A kernel a gateway started for the daemon cannot be handed a pipe:
 it gets the same document in `KERNEL_PRIME_BOOT` (what gateways forward), which is taken out of
@@ -37,7 +37,9 @@ _CAP_V3 = 0x20080522
 
 _RLIMITS = {
     "data": "RLIMIT_DATA",
+    "as": "RLIMIT_AS",
     "cpu": "RLIMIT_CPU",
+    "fsize": "RLIMIT_FSIZE",
     "nproc": "RLIMIT_NPROC",
     "core": "RLIMIT_CORE",
 }
@@ -78,6 +80,8 @@ def apply(doc: dict[str, Any]) -> None:
         drop_privileges()
         set_limits(doc.get("limits") or {})
     safe_pickle.allow(*doc.get("unpickle_allow") or ())
+    if isinstance(doc.get("unpickle_max_bytes"), int):
+        safe_pickle.set_limits(max_bytes=doc["unpickle_max_bytes"])
     client.connect(str(doc.get("url") or ""), str(doc.get("token") or ""))
 
 
@@ -97,13 +101,21 @@ def set_nondumpable() -> None:
         _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-def drop_privileges() -> None:
-    """No new privileges (setuid binaries stay unprivileged) and no capabilities: the
-    bounding set emptied first, so that exec cannot give uid 0 its capabilities back."""
-    if not sys.platform.startswith("linux"):
-        return
+def become(uid: int, gid: int) -> None:
+    """Drop from root to the host user `uid` (group `gid`, no others) for good, as setpriv
+    does for a kernel started from its command: no new privileges, an empty bounding set
+    (dropped while root may still do it), then the ids, which clear every capability."""
     libc = _libc()
     libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _drop_bounding_set(libc)
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
+        raise OSError(f"could not become uid {uid}, gid {gid}")
+
+
+def _drop_bounding_set(libc: Any) -> None:
     try:
         with open("/proc/sys/kernel/cap_last_cap") as f:
             last = int(f.read())
@@ -112,6 +124,16 @@ def drop_privileges() -> None:
     # Fails (EPERM) without CAP_SETPCAP, i.e. when the sandbox dropped everything already.
     for cap in range(last + 1):
         libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+
+
+def drop_privileges() -> None:
+    """No new privileges (setuid binaries stay unprivileged) and no capabilities: the
+    bounding set emptied first, so that exec cannot give uid 0 its capabilities back."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = _libc()
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _drop_bounding_set(libc)
     libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     header = (ctypes.c_uint32 * 2)(_CAP_V3, 0)
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable x 2 words: all zero

@@ -13,10 +13,12 @@ kernel's boot document (its capability token) travels as a pipe it never reads.
 Protocol on FD, a SOCK_SEQPACKET socket, one JSON document per message:
 
 - template -> daemon, once it is ready: `{"ready": pid}`;
-- daemon -> template: `{"id", "argv", "cwd", "env", "sandbox"}` with two descriptors: the read
-  end of the kernel's boot pipe and the write end of its ready pipe. `argv` is the kernel's
+- daemon -> template: `{"id", "argv", "cwd", "env", "sandbox", "user"}` with two or three
+  descriptors: the read end of the kernel's boot pipe, the write end of its ready pipe, and
+  its log (its stdout and stderr; without one, the template's). `argv` is the kernel's
   command line (`python -m prime_kernel.kernel -f <connection file>`); `sandbox` the bwrap
-  command of the kernel's sandbox with `PLACEHOLDER` inside, or null;
+  command of the kernel's sandbox with `PLACEHOLDER` inside, or null; `user` the host
+  `[uid, gid]` the kernel drops to before anything else, or null;
 - template -> daemon: `{"id", "pid"}` with a pidfd of the new process, or `{"id", "error"}`;
 - template -> daemon: `{"exit": pid, "status": wait status}` for every child it reaps.
 
@@ -206,7 +208,7 @@ def serve(sock: socket.socket, server_fd: int, app: Any) -> None:
         _reap(sock)
         if sock.fileno() in readable:
             try:
-                data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2)
+                data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
             except ConnectionError:
                 return
             if not data:  # the daemon is gone
@@ -214,8 +216,10 @@ def serve(sock: socket.socket, server_fd: int, app: Any) -> None:
             for n in fds:  # received descriptors are inheritable: bwrap must not get them
                 os.set_inheritable(n, False)
             request = json.loads(data)
-            if len(fds) != 2:
-                _send(sock, {"id": request.get("id"), "error": "expected two descriptors"})
+            if len(fds) not in (2, 3):
+                _send(sock, {"id": request.get("id"), "error": "expected 2 or 3 descriptors"})
+                for n in fds:
+                    os.close(n)
                 continue
             try:
                 _fork(sock, request, fds, server_fd, template_fds, app)
@@ -256,10 +260,14 @@ def _fork(
         # A library started a thread: forking now could copy a lock some thread holds.
         _send(sock, {"id": request["id"], "error": "the template is no longer single-threaded"})
         raise SystemExit(1)
-    boot_fd, ready_fd = fds
+    boot_fd, ready_fd = fds[:2]
     pid = os.fork()
     if pid == 0:
         os.close(sock.detach())
+        if len(fds) > 2:  # its own log: stdout and stderr, for it and what it starts
+            os.dup2(fds[2], 1)
+            os.dup2(fds[2], 2)
+            os.close(fds[2])
         _child(request, boot_fd, Ready(ready_fd), server_fd, template_fds, app)
     pidfd = os.pidfd_open(pid)
     try:
@@ -303,10 +311,17 @@ def _kernel(
     """Become the kernel: its environment, hardening and capability, then its start."""
     from . import boot
 
+    started_in = os.getcwd() if os.path.isdir(os.getcwd()) else ""
+    # Only what it needs open: the pipes to the daemon (and, outside a sandbox, the server's
+    # pidfd); nothing of the template's, the handle's or the server's reaches agent code.
+    keep = {boot_fd, ready.fd} | ({server_fd} if server_fd is not None else set())
+    close_inherited(keep)
+    if request.get("user"):
+        uid, gid = request["user"]
+        boot.become(int(uid), int(gid))
     os.environ.clear()
     os.environ.update(request["env"])
     cwd = request["cwd"]
-    started_in = os.getcwd() if os.path.isdir(os.getcwd()) else ""
     os.chdir(cwd)
     # `python -m` put the folder it started in first on sys.path: this kernel's, as an exec'd
     # kernel would have it.
@@ -331,6 +346,15 @@ def _kernel(
         sys.stdout.flush()
         sys.stderr.flush()
     return 0
+
+
+def close_inherited(keep: set[int]) -> None:
+    """Close every descriptor above 2 but those in `keep`."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            with contextlib.suppress(OSError):  # the listing's own, closed already
+                os.close(fd)
 
 
 def _watch(server_fd: int) -> None:

@@ -145,10 +145,27 @@ class ExportFailed(PrimeError, OSError):
     description = "an export could not be written"
 
 
+class InsufficientStorage(PrimeError, OSError):
+    status = 507
+    code = "disk_full"
+    description = (
+        "the disk under the server root (or the store) is full: nothing was changed; it works "
+        "again once space is freed"
+    )
+
+
 class Unavailable(PrimeError):
     status = 503
     code = "unavailable"
     description = "the daemon cannot take this now (starting, stopping, or its store is failing)"
+
+
+class StoreDamaged(Unavailable):
+    code = "store_damaged"
+    description = (
+        "the store's database file is damaged; the message names the repair command "
+        "(`prime-agent doctor --repair`), which keeps the damaged file"
+    )
 
 
 class KernelsUnavailable(Unavailable):

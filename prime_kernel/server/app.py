@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -13,6 +14,7 @@ from ..daemon.daemon import Daemon
 from ..daemon.events import SessionEvent
 from ..daemon.sandbox import NONE, Sandbox, activate, root_warning
 from ..models.router import import_litellm
+from ..protocol.errors import PrimeError, Unavailable
 from ..protocol.records import NOTIFICATION, SESSION_EVENT_SCHEMA_ID
 from ..protocol.wire import API
 from ..util.redact import config_secrets
@@ -65,18 +67,23 @@ class PrimeApp(ExtensionApp):
         # start does not wait for it (the daemon awaits the same import when it starts).
         threading.Thread(target=import_litellm, name="import-litellm", daemon=True).start()
         kernel_manager.use_for(serverapp.kernel_manager)
-        self.daemon = self.daemon_class(
-            parent=self,
-            root_dir=serverapp.root_dir,
-            kernel_manager=serverapp.kernel_manager,
-            log=self.log,
-        )
-        # Never recorded: the server's token and key-like values of the server's config.
-        self.daemon.scrubber.add(
-            getattr(serverapp.identity_provider, "token", "") or "",
-            *config_secrets(serverapp.config),
-        )
-        self.daemon.open()
+        try:
+            daemon = self.daemon_class(
+                parent=self,
+                root_dir=serverapp.root_dir,
+                kernel_manager=serverapp.kernel_manager,
+                log=self.log,
+            )
+            # Never recorded: the server's token and key-like values of the server's config.
+            daemon.scrubber.add(
+                getattr(serverapp.identity_provider, "token", "") or "",
+                *config_secrets(serverapp.config),
+            )
+            daemon.open()
+        except Exception as e:
+            self._unavailable(e)
+            return
+        self.daemon = daemon
         self.daemon.kernel_path = self._kernel_path
         self.sandbox = Sandbox(parent=self)
         activate(self.sandbox)
@@ -106,6 +113,19 @@ class PrimeApp(ExtensionApp):
             self._default_provisioner = factory.default_provisioner_name
             factory.default_provisioner_name = "prime-provisioner"
 
+    def _unavailable(self, error: BaseException) -> None:
+        """The daemon cannot run (its store is damaged, another daemon holds it, ...): say so
+        in the log, once, and on every /api/prime/* request (a JSON 503), while the server and
+        its other extensions run on."""
+        if not isinstance(error, PrimeError):
+            error = Unavailable(f"{type(error).__name__}: {error}")
+        self.log.error("Prime: the agent daemon cannot run: %s", error.message)
+        self.settings["prime_unavailable"] = error
+        web_app = getattr(self.serverapp, "web_app", None)
+        if web_app is not None:  # settings already handed over: say it there too
+            web_app.settings["prime_unavailable"] = error
+        self.daemon = None
+
     def initialize_handlers(self) -> None:
         for module in (sessions, messages, harness, exports, status, goals, schedules, collector):
             self.handlers.extend(module.HANDLERS)
@@ -113,12 +133,21 @@ class PrimeApp(ExtensionApp):
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Runs once the server listens: kernels call back on a Unix socket of their own.
-        assert self.serverapp is not None and self.daemon is not None
+        assert self.serverapp is not None
+        if self.daemon is None:
+            return  # it could not open: /api/prime/* says why
         self._kernel_socket = KernelSocket(self.serverapp)
         self.daemon.url = self._kernel_socket.start()
         # Where kernels on a gateway call back by default (c.Daemon.public_url overrides it).
         self.daemon.server_url = self.serverapp.connection_url
-        await self.daemon.start()
+        try:
+            await self.daemon.start()
+        except Exception as e:
+            self.log.exception("Prime: the agent daemon failed to start")
+            with contextlib.suppress(Exception):
+                await self.daemon.stop()
+            self._unavailable(e)
+            return
         self.log.info("Prime daemon started; store at %s", self.daemon.store_dir)
 
     async def stop_extension(self) -> None:

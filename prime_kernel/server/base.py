@@ -7,7 +7,6 @@ method, and the calling session resolved once per kernel request (`KernelHandler
 from __future__ import annotations
 
 import json
-import sys
 from functools import cache
 from typing import Any
 
@@ -20,9 +19,10 @@ from referencing import Registry, Resource
 from tornado import web
 
 from ..daemon.daemon import Daemon
+from ..daemon.disk import is_full
 from ..daemon.session import LiveSession
 from ..protocol import rest
-from ..protocol.errors import InvalidRequest, NotFound, PrimeError, Unavailable
+from ..protocol.errors import InsufficientStorage, InvalidRequest, NotFound, PrimeError, Unavailable
 from ..protocol.wire import TOKEN_HEADER
 
 AUTH_RESOURCE = "prime"
@@ -36,19 +36,47 @@ MAX_INT = 2**62
 class PrimeHandler(ExtensionHandlerMixin, APIHandler):
     @property
     def daemon(self) -> Daemon:
-        return self.settings["prime_daemon"]
+        return self.settings.get("prime_daemon")  # type: ignore[return-value]  # set if it runs
+
+    # Whether the route is for the server's users (False: for kernels, by their token).
+    for_people = True
+    # Whether its changes need disk space: refused with 507 while the disk is full (not an
+    # interrupt: stopping what fills the disk must stay possible).
+    needs_space = True
 
     async def prepare(self, **kwargs: Any) -> None:
         await super().prepare(**kwargs)
+        if self._finished:
+            return
+        self.check_available()
         if self.daemon.stopping:
             # Its store closes next: a request taken now would fail halfway. A client that
             # follows a session says the server went away (the session can be resumed).
             raise Unavailable("the server is stopping", stopping=True)
+        if self.needs_space and self.request.method in ("POST", "PUT", "PATCH"):
+            self.daemon.disk.check("this request")
+
+    def check_available(self) -> None:
+        """A JSON 503 saying why, when the extension could not start its daemon (a damaged
+        store, say): the server runs on, and /api/prime/* says what is wrong — to the
+        server's users (a kernel's token cannot be checked without the daemon)."""
+        error = self.settings.get("prime_unavailable")
+        if error is not None:
+            if self.for_people and not self.current_user:
+                raise web.HTTPError(403)
+            raise type(error)(f"Prime is not running on this server: {error.message}", **error.data)
 
     # -- errors ---------------------------------------------------------------------------------
     def _handle_request_exception(self, e: BaseException) -> None:
+        if is_full(e) and not isinstance(e, PrimeError):
+            # Wherever a write found the disk full: a 507 that says so, not a 500.
+            where = self.daemon.root_dir if self.daemon is not None else "the server root"
+            self.log.warning(
+                "%s %s: the disk is full: %s", self.request.method, self.request.path, e
+            )
+            e = InsufficientStorage(f"the disk under {where} is full ({e})")
         if isinstance(e, PrimeError) and not self._finished:
-            self.send_error(e.status, exc_info=sys.exc_info())
+            self.send_error(e.status, exc_info=(type(e), e, None))
             return
         super()._handle_request_exception(e)
 
@@ -139,6 +167,7 @@ class KernelHandler(PrimeHandler):
     X-Prime-Token header alone, never by a cookie. `self.caller` is the calling session."""
 
     caller: LiveSession
+    for_people = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -163,7 +192,9 @@ class KernelHandler(PrimeHandler):
 class NoRouteHandler(PrimeHandler):
     """Any other path under /api/prime/: a JSON 404, not tornado's HTML page."""
 
-    def prepare(self) -> None:  # type: ignore[override]
+    async def prepare(self) -> None:  # type: ignore[override]
+        if self.settings.get("prime_unavailable") is not None:
+            await super().prepare()  # a person's request: says why Prime is not running
         raise NotFound(f"no route {self.request.method} {self.request.path}")
 
 

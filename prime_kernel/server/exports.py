@@ -3,7 +3,9 @@
 GET /api/prime/sessions/{id}/export returns the .ipynb itself (a download; `?with_context=1` adds
 the cell that loads the context). POST `{"path", "subtree", "force", "with_context"}` writes it
 under the server root instead; a path outside the root (or inside the daemon's store) is
-refused. Writing is a POST, never a GET, so that it is covered by the XSRF check.
+refused, and the files are written through folder descriptors that no symbolic link, swapped in
+meanwhile, can redirect (export/files.py). Writing is a POST, never a GET, so that it is covered
+by the XSRF check.
 
 POST /api/prime/kernel/export: `export()` and `Handle.export()` from a kernel, for its own session
 and its descendants only; relative paths are taken from the kernel's working folder (it sends
@@ -12,10 +14,11 @@ and its descendants only; relative paths are taken from the kernel's working fol
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
-from ..export import NotebookExporter, default_target, export_to, under_root
+from ..export import NotebookExporter, context_file, default_target, export_to, target_parts
 from ..protocol.errors import InvalidRequest
 from ..protocol.wire import API, KERNEL_API, SESSION_ID
 from ..util.redact import Redactor, config_secrets
@@ -32,13 +35,14 @@ class _Exporting(PrimeHandler):
         return NotebookExporter(parent=self.extensionapp, redactor=Redactor(secrets))
 
     async def write_export(
-        self, session_id: str, target: Path, *, subtree: bool, force: bool, with_context: bool
+        self, session_id: str, parts: list[str], *, subtree: bool, force: bool, with_context: bool
     ) -> list[Path]:
         return await export_to(
             self.daemon,
             self.exporter(),
             session_id,
-            target,
+            "/".join(parts),
+            root=self.daemon.root_dir,
             subtree=subtree,
             force=force,
             with_context=with_context,
@@ -56,19 +60,21 @@ class ExportHandler(_Exporting, UserHandler):
         record = self.daemon.session_json(session_id)
         events = await self.daemon.events(session_id)
         states = {c: self.daemon.session_json(c)["state"] for c in record["children"]}
-        nb = self.exporter().notebook_bytes(
-            record, events, states=states, with_context=_FLAGS[value]
-        )
+        context = None
+        if _FLAGS[value] and record.get("context_type"):
+            data = await self.daemon.context_bytes(session_id)
+            context = await asyncio.to_thread(context_file, session_id, data)
+        nb = self.exporter().notebook_bytes(record, events, states=states, context=context)
         self.set_header("Content-Disposition", f'attachment; filename="{session_id}.ipynb"')
         self.finish(nb, set_content_type="application/x-ipynb+json")
 
     async def post(self, session_id: str) -> None:
         body = self.body("export")
         self.daemon.session_json(session_id)  # an unknown id is a 404 before any path check
-        target = under_root(self.daemon.root_dir, body["path"], store=self.daemon.store_dir)
+        parts = target_parts(self.daemon.root_dir, body["path"], store=self.daemon.store_dir)
         files = await self.write_export(
             session_id,
-            target,
+            parts,
             subtree=body.get("subtree", False),
             force=body.get("force", False),
             with_context=body.get("with_context", False),
@@ -77,7 +83,7 @@ class ExportHandler(_Exporting, UserHandler):
         self.write_json(
             {
                 "session_id": session_id,
-                "path": str(target.relative_to(root)),
+                "path": "/".join(parts),
                 "files": [str(f.relative_to(root)) for f in files],
             },
             status=201,
@@ -90,13 +96,13 @@ class KernelExportHandler(_Exporting, KernelHandler):
         session_id = self.daemon.own_tree(self.caller, body.get("session_id"))
         subtree = body.get("subtree", False)
         path = body.get("path") or default_target(session_id, subtree)
-        cwd = body.get("cwd") or self.daemon.root_dir
-        target = under_root(
-            self.daemon.root_dir, str(Path(cwd) / path), store=self.daemon.store_dir
+        parts = target_parts(
+            self.daemon.root_dir, path, cwd=body.get("cwd") or None, store=self.daemon.store_dir
         )
+        target = Path(self.daemon.root_dir).resolve().joinpath(*parts)
         files = await self.write_export(
             session_id,
-            target,
+            parts,
             subtree=subtree,
             force=body.get("force", False),
             with_context=body.get("with_context", False),

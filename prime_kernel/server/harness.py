@@ -8,15 +8,17 @@ names (import, export) must lie under the server root, outside the daemon's stor
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..export import under_root
+from ..export import target_parts, under_root
 from ..harness import interop, refine
 from ..harness.harness import Harness
 from ..protocol.errors import PrimeError
 from ..protocol.harness import ALIASES
 from ..protocol.wire import API, KERNEL_API
+from ..util.beneath import Beneath, copy_tree_into, explain
 from .base import KernelHandler, PrimeHandler, UserHandler
 
 _WRITE_FIELDS = {"title", "content", "metadata", "files", "reason", "evidence", "scope"}
@@ -219,8 +221,26 @@ class ImportHandler(HarnessHandler):
 
 class ExportHandler(HarnessHandler):
     async def post(self) -> None:
-        target = self.path(self.body().get("path"), "the folder to write")
-        self.write_json(interop.export(self.harness, str(target)))
+        """Written to a private temporary first, then copied in through folder descriptors
+        (util/beneath.py): no link swapped in on the way can redirect it out of the root."""
+        value = self.body().get("path")
+        if not isinstance(value, str) or not value:
+            raise PrimeError(
+                "'path' (the folder to write, relative to the server root) is required"
+            )
+        root = Path(self.daemon.root_dir).resolve()
+        parts = target_parts(root, value, store=self.daemon.store_dir, what="the folder to write")
+        tmp_dir = self.daemon.store.tmp_dir
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=tmp_dir) as tmp:
+            out = interop.export(self.harness, tmp)
+            try:
+                with Beneath(root) as below:
+                    copy_tree_into(below, parts, Path(tmp))
+            except OSError as e:
+                raise explain(e, value[:200]) from None
+        out["folder"] = str(root.joinpath(*parts))
+        self.write_json(out)
 
 
 # -- kernels --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pickle
 from typing import Any
 
 from ..protocol.errors import InvalidRequest
+from ..protocol.states import SessionState
 from ..protocol.wire import API, KERNEL_API, MAX_WAIT, SESSION_ID
 from .base import KernelHandler, UserHandler
 
@@ -29,13 +30,24 @@ class SessionsHandler(UserHandler):
     async def get(self) -> None:
         # Made as JSON text by the daemon: most entries are kept ready-made (daemon/listing.py).
         text = self.daemon.list_json(
-            states=[s.upper() for s in self.get_arguments("state") if s] or None,
+            states=self.states(),
             root_id=self.get_argument("root", None),
             limit=self.query_int("limit", low=1),
             changed_after=self.query_int("changed_after"),
         )
         self.set_header("Content-Type", "application/json")
         self.finish(text)
+
+    def states(self) -> list[str] | None:
+        """The `state` arguments, each a state's name (any case), or None for all."""
+        names = [s.upper() for s in self.get_arguments("state") if s]
+        known = {s.value for s in SessionState}
+        bad = [n for n in names if n not in known]
+        if bad:
+            raise InvalidRequest(
+                f"unknown state {bad[0][:40]!r}; a state is one of {', '.join(sorted(known))}"
+            )
+        return names or None
 
     async def post(self) -> None:
         body = self.body("create_session")
@@ -71,6 +83,8 @@ class SessionContextHandler(UserHandler):
 
 
 class InterruptHandler(UserHandler):
+    needs_space = False  # stopping what fills the disk must stay possible
+
     async def post(self, session_id: str) -> None:
         await self.daemon.interrupt(session_id)
         self.write_json({"interrupted": session_id})
@@ -139,7 +153,10 @@ class BlobsHandler(KernelHandler):
 
     async def post(self) -> None:
         size = len(self.request.body)
-        what = self.WHAT.get(self.get_argument("what", ""), "the value")
+        kind = self.get_argument("what", "")
+        if kind and kind not in self.WHAT:
+            raise InvalidRequest(f"what must be one of {', '.join(self.WHAT)}, not {kind[:40]!r}")
+        what = self.WHAT.get(kind, "the value")
         self.daemon.check_blob_size(size, what)
         blob_id = await self.daemon.store.put_blob(self.request.body)
         self.write_json({"blob_id": blob_id, "size": size}, status=201)

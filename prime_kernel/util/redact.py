@@ -2,17 +2,22 @@
 
 Secrets come from where a process keeps them: the daemon's live kernel tokens, the server's
 token, provider keys in the environment and key-like values in configuration.
-`secrets_of()` collects them; `Redactor` replaces each with `[REDACTED]` in text and in nested
-JSON-like values (`scrub()`); `Scrubber` keeps the collection current for a running daemon
-(live tokens come and go), so that cells, observations and events are scrubbed before they are
-stored or shown to a model, and exports before they are written.
+`secrets_of()` collects them; `Redactor` replaces each with `[REDACTED]` in text, in nested
+JSON-like values (`scrub()`) and in the strings of a pickle (`Redactor.pickle`); `Scrubber`
+keeps the collection current for a running daemon (live tokens come and go). The daemon's store
+applies it to everything it writes (daemon/store), once: what it keeps is what every reader —
+REST, exports, prompts — sees.
 """
 
 from __future__ import annotations
 
 import functools
+import io
 import os
+import pickle
+import pickletools
 import re
+import struct
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -138,8 +143,33 @@ class Redactor:
             self._pattern = re.compile("|".join(map(re.escape, self._values)))
         return self._pattern.sub(REDACTED, value)
 
+    def found_in(self, data: bytes) -> bool:
+        """Whether any secret appears in `data` (as UTF-8)."""
+        return any(s.encode("utf-8", "surrogatepass") in data for s in self._values)
+
+    def pickle(self, data: bytes) -> bytes:
+        """`data`, a pickle, with every secret in its strings replaced: `[REDACTED]` in a
+        text, asterisks of the same length in bytes (an array's buffer keeps its size).
+        Unchanged when no secret is in it (nearly always, and then nearly free); a pickle
+        that cannot be read is returned with the secret's bytes masked in place."""
+        if not self._values or not self.found_in(data):
+            return data
+        try:
+            return _rewrite_strings(data, self)
+        except Exception:  # not a pickle we can walk: mask the raw bytes
+            return self.mask(data)
+
+    def mask(self, data: bytes) -> bytes:
+        """`data` with every secret's bytes replaced by as many asterisks."""
+        for s in self._values:
+            raw = s.encode("utf-8", "surrogatepass")
+            data = data.replace(raw, b"*" * len(raw))
+        return data
+
     def value(self, node: Any) -> Any:
         """A copy of a JSON-like value with every string (keys included) redacted."""
+        if not self._values:
+            return node
         if isinstance(node, str):
             return self.text(node)
         if isinstance(node, dict):  # a NotebookNode stays one
@@ -147,6 +177,61 @@ class Redactor:
         if isinstance(node, (list, tuple)):
             return [self.value(v) for v in node]
         return node
+
+
+_TEXT_OPS = {"UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8"}
+_BYTES_OPS = {
+    "BINBYTES",
+    "SHORT_BINBYTES",
+    "BINBYTES8",
+    "BYTEARRAY8",
+    "STRING",
+    "BINSTRING",
+    "SHORT_BINSTRING",
+}
+
+
+def _rewrite_strings(data: bytes, redactor: Redactor) -> bytes:
+    """The pickle `data` re-emitted opcode by opcode, its strings redacted. Frames (lengths of
+    the parts that follow, a reading hint only) are dropped, since lengths change."""
+    ops = list(pickletools.genops(io.BytesIO(data)))
+    out = bytearray()
+    for i, (op, arg, pos) in enumerate(ops):
+        end = ops[i + 1][2] if i + 1 < len(ops) else len(data)
+        assert pos is not None and end is not None
+        if op.name == "FRAME":
+            continue
+        if op.name in _TEXT_OPS and isinstance(arg, str):
+            text = redactor.text(arg)
+            out += data[pos:end] if text == arg else _unicode_op(text)
+        elif op.name in _BYTES_OPS and isinstance(arg, (bytes, bytearray)):
+            raw = redactor.mask(bytes(arg))
+            out += data[pos:end] if raw == arg else _bytes_op(op.name, raw)
+        else:
+            out += data[pos:end]
+    return bytes(out)
+
+
+def _unicode_op(text: str) -> bytes:
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) < 256:
+        return pickle.SHORT_BINUNICODE + bytes([len(raw)]) + raw
+    if len(raw) < 2**32:
+        return pickle.BINUNICODE + struct.pack("<I", len(raw)) + raw
+    return pickle.BINUNICODE8 + struct.pack("<Q", len(raw)) + raw
+
+
+def _bytes_op(name: str, raw: bytes) -> bytes:
+    # Same length as before (the mask keeps it): the same opcode family fits.
+    if name == "BYTEARRAY8":
+        return pickle.BYTEARRAY8 + struct.pack("<Q", len(raw)) + raw
+    if name in ("STRING", "BINSTRING", "SHORT_BINSTRING"):  # Python 2 str: a latin-1 text
+        return pickle.BINSTRING + struct.pack("<i", len(raw)) + raw
+    if len(raw) < 256:
+        return pickle.SHORT_BINBYTES + bytes([len(raw)]) + raw
+    if len(raw) < 2**32:
+        return pickle.BINBYTES + struct.pack("<I", len(raw)) + raw
+    return pickle.BINBYTES8 + struct.pack("<Q", len(raw)) + raw
 
 
 class Scrubber:

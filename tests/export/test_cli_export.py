@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import pickle
+import json
 
 from prime_kernel.cli.main import main
 
@@ -44,8 +44,9 @@ async def test_export_through_the_running_daemon(
     folder = tmp_path / "tree"
     assert await cli(jp_root_dir, sid, "-o", str(folder), "--subtree", "--with-context") == 0
     names = sorted(p.name for p in folder.iterdir())
-    assert names == sorted([f"{sid}.ipynb", f"{child_id}.ipynb", f"{child_id}.context.pkl"])
-    assert pickle.loads((folder / f"{child_id}.context.pkl").read_bytes()) == "abc"
+    # A JSON-able context is written as JSON.
+    assert names == sorted([f"{sid}.ipynb", f"{child_id}.ipynb", f"{child_id}.context.json"])
+    assert json.loads((folder / f"{child_id}.context.json").read_text()) == "abc"
     child_nb = read(folder / f"{child_id}.ipynb")
     assert code_cells(child_nb)[0].metadata.prime.kind == "context"
     assert await cli(jp_root_dir, sid, "-o", str(folder), "--subtree") == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import pickle
+import json
 import time
 from typing import Any
 
@@ -112,13 +112,15 @@ async def test_tree_with_child_image_error_person_and_answer(daemon, script, exp
         daemon, exporter, root["id"], tmp_path / "tree", subtree=True, with_context=True
     )
     assert sorted(f.name for f in files) == sorted(
-        [f"{root['id']}.ipynb", f"{child_id}.ipynb", f"{child_id}.context.pkl"]
+        [f"{root['id']}.ipynb", f"{child_id}.ipynb", f"{child_id}.context.json"]
     )
     child_nb = read(tmp_path / "tree" / f"{child_id}.ipynb")
     assert f"]({root['id']}.ipynb)" in child_nb.cells[0].source
     load = [c for c in code_cells(child_nb) if c.metadata.prime.get("kind") == "context"]
-    assert f'open("{child_id}.context.pkl", "rb")' in load[0].source
-    assert pickle.loads((tmp_path / "tree" / f"{child_id}.context.pkl").read_bytes()) == [1, 2, 3]
+    # Plain data travels as JSON, loaded by json.load: nothing in the notebook unpickles it.
+    assert f'open("{child_id}.context.json", encoding="utf-8")' in load[0].source
+    assert "json.load(f)" in load[0].source and "pickle" not in load[0].source
+    assert json.loads((tmp_path / "tree" / f"{child_id}.context.json").read_text()) == [1, 2, 3]
     read(tmp_path / "tree" / f"{root['id']}.ipynb")
 
     # Without --with-context the notebook says how to get the context.

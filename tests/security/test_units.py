@@ -130,6 +130,68 @@ def test_allow_and_trusted():
         safe_pickle.allow("NoModule")
 
 
+def test_a_30_byte_bomb_is_refused_before_it_allocates():
+    # bytearray(2**30): 30 bytes of pickle, a GiB of memory (red team a982054, finding 3).
+    bomb = b"\x80\x04cbuiltins\nbytearray\nJ\x00\x00\x00\x40\x85R."
+    assert len(bomb) == 30
+    with pytest.raises(UnpicklingRefused) as info:
+        safe_pickle.loads(bomb, what="the answer")
+    assert "more than 268435456 bytes" in str(info.value)
+    assert "c.Daemon.max_blob_bytes" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "bomb",
+    [
+        b"\x80\x04cbuiltins\nbytes\nJ\x00\x00\x00\x40\x85\x81.",  # NEWOBJ: bytes.__new__(n)
+        b"\x80\x04cbuiltins\nlist\ncbuiltins\nrange\nJ\x00\x00\x00\x40\x85R\x85R.",  # list(range)
+        b"\x80\x02ccopyreg\n_reconstructor\ncbuiltins\nbytearray\ncbuiltins\nbytearray\n"
+        b"J\x00\x00\x00\x40\x87R.",  # _reconstructor(bytearray, bytearray, n)
+    ],
+)
+def test_size_bombs_by_other_routes(bomb):
+    with pytest.raises(UnpicklingRefused):
+        safe_pickle.loads(bomb)
+
+
+def test_references_depth_and_limits():
+    big = "x" * 1_000_000
+    # A thousand references to one MB: nothing to build, everything to print or export.
+    with pytest.raises(UnpicklingRefused, match="more than 1000000 bytes"):
+        safe_pickle.loads(pickle.dumps([big] * 1000), max_bytes=1_000_000)
+    assert safe_pickle.loads(pickle.dumps([big] * 3)) == [big] * 3
+    deep: list = []
+    for _ in range(300):
+        deep = [deep]
+    with pytest.raises(UnpicklingRefused, match="nested more than 200 levels"):
+        safe_pickle.loads(pickle.dumps(deep))
+    assert safe_pickle.loads(pickle.dumps(deep), max_depth=400) == deep
+    # Built top-down through the memo (each new list appended to the last one): the same.
+    ops = bytearray(b"\x80\x02]q\x00")
+    for i in range(1, 250):
+        ops += b"h" + bytes([(i - 1) % 256]) + b"]q" + bytes([i % 256]) + b"a0"
+    with pytest.raises(UnpicklingRefused, match="nested"):
+        safe_pickle.loads(bytes(ops + b"h\x00."))
+
+
+def test_a_pickle_cannot_change_a_class():
+    # BUILD with slot state on an allowed class: setattr(collections.OrderedDict, ...).
+    evil = b"\x80\x02ccollections\nOrderedDict\nN}X\x07\x00\x00\x00__len__K\x01s\x86b."
+    with pytest.raises(UnpicklingRefused, match="sets attributes"):
+        safe_pickle.loads(evil)
+    assert len(collections.OrderedDict(a=1)) == 1
+
+
+def test_load_reads_a_file(tmp_path):
+    path = tmp_path / "v.pkl"
+    path.write_bytes(pickle.dumps({"a": [1, 2]}))
+    with path.open("rb") as f:
+        assert safe_pickle.load(f) == {"a": [1, 2]}
+    path.write_bytes(pickle.dumps(Bomb()))
+    with path.open("rb") as f, pytest.raises(UnpicklingRefused):
+        safe_pickle.load(f)
+
+
 # -- secrets -------------------------------------------------------------------------------
 def test_secret_names_follow_litellm():
     for name in (

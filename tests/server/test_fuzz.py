@@ -1,12 +1,20 @@
 """Bad input to every route gets a 4xx with a JSON message, never a 500: malformed and deeply
-nested JSON, huge numbers, NaN, lone surrogates, NUL characters, wrong types, huge bodies, and
-query strings out of range. The routes are read from the running extension, so a route added
-later is covered without editing this test; afterwards the daemon still works."""
+nested JSON, huge numbers, NaN, lone surrogates, NUL characters, wrong types, huge bodies,
+query strings out of range, values no enum has, path components longer than a file name may
+be — while a folder under the root is swapped for a link to outside it, again and again. The
+routes are read from the running extension, so a route added later is covered without editing
+this test; afterwards the daemon still works and nothing was written outside the root."""
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from tornado.httpclient import HTTPClientError
@@ -26,6 +34,13 @@ BODIES: list[str | bytes] = [
     '{"prompt": 5, "message": [], "to": {}, "path": 7, "prompts": "x", "kernel_id": 1}',
     '{"sessions": [{"prompt": "x", "budget": {"tokens": -1e308}}]}',
     b"\xff\xfe not utf-8",
+    # A path component longer than a file name may be, and a path longer than any may be.
+    json.dumps({"prompt": "x", "path": "a" * 300 + "/x.ipynb", "force": True}),
+    json.dumps({"path": "d/" * 3000 + "x.ipynb", "subtree": True}),
+    # Through the folder the race below keeps swapping for a link to outside the root.
+    json.dumps({"path": "race/x.ipynb", "force": True}),
+    json.dumps({"path": "race/tree", "subtree": True, "force": True}),
+    json.dumps({"path": "race", "state": {"schema": 1, "entries": {}}}),
 ]
 QUERIES = [
     "?limit=1e19",
@@ -38,11 +53,44 @@ QUERIES = [
     "?state=%00",
     "?with_context=maybe",
     "?a=x&b=%ff",
+    "?state=BOGUS",
+    "?state=active",
+    "?kind=BOGUS",
+    "?what=BOGUS",
+    "?path=" + "a" * 300,
 ]
 
 
+@contextmanager
+def swapping(root: Path, outside: Path) -> Iterator[None]:
+    """`root/race`, a folder, and `root/racelink`, a link to `outside`, swapped in one step
+    (renameat2 RENAME_EXCHANGE) as fast as a thread can, for as long as the block runs."""
+    (root / "race").mkdir()
+    (root / "racelink").symlink_to(outside)
+    renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            renameat2(-100, bytes(root / "race"), -100, bytes(root / "racelink"), 2)
+
+    thread = threading.Thread(target=swap, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 async def test_no_input_gets_a_500(
-    daemon: Any, jp_serverapp: Any, jp_base_url: str, http_server_client: Any, script: Any
+    daemon: Any,
+    jp_serverapp: Any,
+    jp_base_url: str,
+    http_server_client: Any,
+    script: Any,
+    jp_root_dir: Path,
+    tmp_path: Path,
 ) -> None:
     real = await daemon.create_session("a real one", model=script([{"code": "answer(1)"}]))
     await daemon.wait(real["id"], 60)
@@ -50,6 +98,25 @@ async def test_no_input_gets_a_500(
     token = daemon.tokens.mint("fuzz-kernel", notebook=True)
     base = jp_base_url.rstrip("/")
     headers = {"Authorization": f"token {jp_serverapp.identity_provider.token}"}
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with swapping(jp_root_dir, outside):
+        tried = await _fuzz(jp_serverapp, base, headers, token, real, http_server_client)
+    assert tried > 300
+    assert os.listdir(outside) == []  # nothing written through the swapped link
+    # The daemon still works.
+    again = await daemon.create_session("after", model=script([{"code": "answer(2)"}]))
+    assert (await daemon.wait(again["id"], 60))["state"] == "DONE"
+
+
+async def _fuzz(
+    jp_serverapp: Any,
+    base: str,
+    headers: dict[str, str],
+    token: str,
+    real: dict[str, Any],
+    http_server_client: Any,
+) -> int:
     tried = 0
     for method, path, kernel in routes(jp_serverapp):
         path = re.sub(r"/s1(?=/|$)|/x1(?=/|$)", f"/{real['id']}", path)
@@ -77,10 +144,7 @@ async def test_no_input_gets_a_500(
                 assert e.code < 500, (method, url, (body or b"")[:80], e.code, e.response.body)
                 reply = json.loads(e.response.body)
                 assert reply.get("message"), (method, url, reply)
-    assert tried > 300
-    # The daemon still works.
-    again = await daemon.create_session("after", model=script([{"code": "answer(2)"}]))
-    assert (await daemon.wait(again["id"], 60))["state"] == "DONE"
+    return tried
 
 
 async def test_a_huge_body_is_refused(daemon: Any, jp_fetch: Any) -> None:

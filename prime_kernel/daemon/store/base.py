@@ -3,23 +3,37 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
+
+from ...util.redact import Redactor
 
 # Who has read a message: the model (shown at its next turn) and `recv()` in the REPL read
 # independently, so each reader gets every message once.
 Reader = Literal["model", "recv"]
 
 
+_NOTHING = Redactor([])
+
+
 class Store(abc.ABC):
-    """A daemon's durable record. Implementations: `SqliteStore`."""
+    """A daemon's durable record. Implementations: `SqliteStore`.
+
+    The store is the door secrets do not pass: every text it is given to write — a record's
+    fields, an event, a conversation, a message, a schedule, a spilled name, the strings in a
+    blob — is scrubbed with `redactor()` (the daemon's secrets, current) before it is written,
+    and the write methods return what they wrote, so that what the daemon keeps in memory is
+    what the store holds. Scrubbed once, here: no reader (REST, export, prompt) sees a secret.
+    """
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self.blob_dir = self.directory / "blobs"
         # Temporaries of atomic writes under the root (blobs, exports): see `renamed_into`.
         self.tmp_dir = self.directory / "tmp"
+        # The secrets to scrub, as a Redactor (the daemon sets it: its secrets change).
+        self.redactor: Callable[[], Redactor] = lambda: _NOTHING
 
     # -- lifecycle ----------------------------------------------------------------------------
     @abc.abstractmethod
@@ -41,10 +55,12 @@ class Store(abc.ABC):
         """Every session row (at start, before the daemon serves; the registry caches them)."""
 
     @abc.abstractmethod
-    def insert_session(self, row: dict[str, Any]) -> None: ...
+    def insert_session(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Enqueue a new session's row; the row as written (scrubbed)."""
 
     @abc.abstractmethod
-    def update_session(self, session_id: str, fields: dict[str, Any]) -> None: ...
+    def update_session(self, session_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Enqueue a change of a session's fields; the fields as written (scrubbed)."""
 
     # -- events (trajectories) ----------------------------------------------------------------
     @abc.abstractmethod
@@ -66,17 +82,22 @@ class Store(abc.ABC):
 
     # -- conversations (what the model is shown, kept so a session can resume) ----------------
     @abc.abstractmethod
-    def append_conversation(self, session_id: str, messages: list[dict[str, Any]]) -> None: ...
+    def append_conversation(
+        self, session_id: str, messages: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Enqueue messages; the messages as written (scrubbed)."""
 
     @abc.abstractmethod
-    def replace_conversation(self, session_id: str, messages: list[dict[str, Any]]) -> None: ...
+    def replace_conversation(
+        self, session_id: str, messages: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]: ...
 
     @abc.abstractmethod
     async def conversation(self, session_id: str) -> list[dict[str, Any]]: ...
 
     # -- mailboxes ----------------------------------------------------------------------------
     @abc.abstractmethod
-    def put_message(self, message: dict[str, Any]) -> None: ...
+    def put_message(self, message: dict[str, Any]) -> dict[str, Any]: ...
 
     @abc.abstractmethod
     def mark_read(self, message_ids: Iterable[str], reader: Reader) -> None: ...
@@ -93,10 +114,10 @@ class Store(abc.ABC):
         tick it claimed last (`pending`) is in the mailbox."""
 
     @abc.abstractmethod
-    def insert_schedule(self, row: dict[str, Any]) -> None: ...
+    def insert_schedule(self, row: dict[str, Any]) -> dict[str, Any]: ...
 
     @abc.abstractmethod
-    def update_schedule(self, schedule_id: str, fields: dict[str, Any]) -> None: ...
+    def update_schedule(self, schedule_id: str, fields: dict[str, Any]) -> dict[str, Any]: ...
 
     # -- spilled REPL values (blobs only the session that spilled them may read back) ---------
     @abc.abstractmethod
@@ -118,7 +139,8 @@ class Store(abc.ABC):
 
     # -- blobs (pickled contexts, answers and REPL snapshots travel by file) -------------------
     @abc.abstractmethod
-    async def put_blob(self, data: bytes) -> str: ...
+    async def put_blob(self, data: bytes) -> str:
+        """Store `data` (a pickle, its strings scrubbed first); its id."""
 
     @abc.abstractmethod
     async def get_blob(self, blob_id: str) -> bytes: ...

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import errno
 import json
 import logging
 import os
@@ -25,8 +27,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ...protocol.errors import Unavailable
+from ...protocol.errors import InsufficientStorage, StoreDamaged, Unavailable
 from ...util.files import atomic_write, new_id, private_dir
+from ...util.redact import Redactor
+from . import repair
 from .base import Reader, Store
 
 log = logging.getLogger(__name__)
@@ -167,13 +171,25 @@ class SqliteStore(Store):
         self._thread: threading.Thread | None = None
         self._seq = 0
         self._seq_lock = threading.Lock()
-        # Why the last commit failed, while commits are failing (None when healthy).
+        # Why the last commit failed, while commits are failing (None when healthy), and
+        # whether for want of disk space.
         self.failure: str | None = None
+        self.full = False
+        # Set for good once the file is found damaged: what to tell people, and how many
+        # writes could not be stored since.
+        self.damage: str | None = None
+        self.unwritten = 0
+        self._logged = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------------
     def open(self) -> None:
         private_dir(self.directory)
         private_dir(self.blob_dir)
+        # A damaged file is refused now, with the command that repairs it, rather than found
+        # out later by a write that cannot commit.
+        problem = repair.check(self.path)
+        if problem is not None:
+            raise StoreDamaged(repair.damaged(self.path, problem))
         ready: concurrent.futures.Future[int] = concurrent.futures.Future()
         self._thread = threading.Thread(
             target=self._serve, args=(ready,), name="prime-store", daemon=True
@@ -182,6 +198,8 @@ class SqliteStore(Store):
         self._seq = ready.result()
 
     async def flush(self, timeout: float | None = None) -> None:
+        if self.damage is not None:
+            raise StoreDamaged(self.damage, unwritten=self.unwritten)
         future = self._submit(None)
         try:
             await asyncio.wait_for(asyncio.wrap_future(future), timeout)
@@ -194,7 +212,10 @@ class SqliteStore(Store):
     async def close(self) -> None:
         if self._thread is None:
             return
-        await self.flush()
+        try:
+            await self.flush(timeout=10)
+        except (InsufficientStorage, StoreDamaged, Unavailable) as e:
+            log.error("closing the store: %s", e)  # the writer gives up on what is left
         self._queue.put(None)
         await asyncio.to_thread(self._thread.join)
         self._thread = None
@@ -223,7 +244,12 @@ class SqliteStore(Store):
                     f"another Prime daemon is using the store at {self.path} (a server or "
                     "`prime-agent run` on the same root); stop it or use another root"
                 ) from None
+            if _kind(e) == _FULL:
+                raise InsufficientStorage(_full(self.path, e)) from None
             raise
+        except sqlite3.DatabaseError as e:  # SQLITE_CORRUPT, SQLITE_NOTADB
+            db.close()
+            raise StoreDamaged(repair.damaged(self.path, str(e))) from None
         except BaseException:
             db.close()
             raise
@@ -233,7 +259,7 @@ class SqliteStore(Store):
         version = db.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if version == 0 and "sessions" not in tables:
-            for statement in _statements(SCHEMA):
+            for statement in statements(SCHEMA):
                 db.execute(statement)
             version = 1
         if version > SCHEMA_VERSION:
@@ -242,7 +268,7 @@ class SqliteStore(Store):
                 f"prime_kernel understands ({SCHEMA_VERSION}): upgrade prime_kernel"
             )
         while version < SCHEMA_VERSION:
-            for statement in _statements(MIGRATIONS[version]):
+            for statement in statements(MIGRATIONS[version]):
                 db.execute(statement)
             version += 1
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -274,27 +300,63 @@ class SqliteStore(Store):
             ready.set_exception(e)
             return
         ready.set_result(int(top))
+        pending: list[_Op] = []  # writes not committed yet, in order
+        waiting: list[_Op] = []  # reads and flushes enqueued after them
+        delay = 0.0
         stop = False
-        while not stop:
-            batch: list[_Op | None] = [self._queue.get()]
-            while len(batch) < _GROUP:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            writes: list[_Op] = []
-            for op in batch:
+        give_up = 0.0  # once closing: when to stop trying to commit what is left
+        while not stop or pending:
+            try:
+                ops = self._take(delay if pending else None)
+            except BaseException:  # never end the only writer: say why, and go on
+                log.exception("the store's writer failed to read its queue")
+                ops = []
+            for op in ops:
                 if op is None:
-                    stop = True
-                    break
-                if op.future is None:  # a write
-                    writes.append(op)
+                    stop, give_up = True, time.monotonic() + 10
+                elif op.future is None:  # a write
+                    if self.damage is None:
+                        pending.append(op)
+                    else:
+                        self.unwritten += 1
+                else:
+                    waiting.append(op)
+            if pending and not self._commit(db, pending):
+                if self.damage is not None:
+                    self.unwritten += len(pending)
+                    pending = []
+                else:
+                    # Full or busy: the writes stay, in order, and are tried again (a full
+                    # disk refuses what waits now, so no request hangs on it).
+                    delay = min(max(delay * 2, 0.05), 2.0)
+                    if self.full:
+                        self._answer_while_full(db, pending, waiting)
+                        waiting = []
+                    if stop and (self.full or time.monotonic() > give_up):
+                        break  # closing, and what is pending cannot be committed
                     continue
-                self._commit(db, writes)
-                writes = []
+            pending, delay = [], 0.0
+            for op in waiting:
                 self._answer(db, op)
-            self._commit(db, writes)
+            waiting = []
+        if pending:
+            self.unwritten += len(pending)
+            log.error("the store closed with %d writes it could not commit", len(pending))
         db.close()
+
+    def _take(self, timeout: float | None) -> list[_Op | None]:
+        """The next operations in the queue: at least one (waiting up to `timeout`; None:
+        as long as it takes), at most _GROUP."""
+        try:
+            ops: list[_Op | None] = [self._queue.get(timeout=timeout)]
+        except queue.Empty:
+            return []
+        while len(ops) < _GROUP:
+            try:
+                ops.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return ops
 
     def _answer(self, db: sqlite3.Connection, op: _Op) -> None:
         assert op.future is not None
@@ -303,45 +365,100 @@ class SqliteStore(Store):
         if not op.future.set_running_or_notify_cancel():
             return
         if op.fn is None:  # a flush barrier: everything before it is committed
-            op.future.set_result(None)
+            if self.damage is not None:
+                op.future.set_exception(StoreDamaged(self.damage, unwritten=self.unwritten))
+            else:
+                op.future.set_result(None)
             return
         try:
             result = op.fn(db)
+        except sqlite3.DatabaseError as e:
+            if _kind(e) == _DAMAGED:
+                self._damaged(e)
+                op.future.set_exception(StoreDamaged(self.damage or str(e)))
+            else:
+                op.future.set_exception(e)
         except BaseException as e:
             op.future.set_exception(e)
         else:
             op.future.set_result(result)
 
-    def _commit(self, db: sqlite3.Connection, writes: list[_Op]) -> None:
-        """Apply `writes` in one transaction; retry until it commits (never drop a write)."""
-        if not writes:
+    def _answer_while_full(
+        self, db: sqlite3.Connection, pending: list[_Op], waiting: list[_Op]
+    ) -> None:
+        """While commits fail for want of space: a flush is refused at once (507), and a read
+        is answered in a transaction that applies the pending writes and is rolled back (it
+        sees them all; they fit in memory — if not, it is refused too)."""
+        full = InsufficientStorage(self.failure or "the disk is full")
+        reads = [op for op in waiting if op.fn is not None]
+        for op in waiting:
+            if op.fn is None and op.future is not None and op.future.set_running_or_notify_cancel():
+                op.future.set_exception(full)
+        if not reads:
             return
-        delay = 0.01
-        while True:
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                for op in writes:
-                    self._apply(db, op)
-                db.execute("COMMIT")
-            except sqlite3.OperationalError as e:  # busy, disk full, I/O: try again
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for op in pending:
+                self._apply(db, op)
+        except sqlite3.Error:
+            for op in reads:
+                assert op.future is not None
+                if op.future.set_running_or_notify_cancel():
+                    op.future.set_exception(full)
+            reads = []
+        try:
+            for op in reads:
+                self._answer(db, op)
+        finally:
+            with contextlib.suppress(sqlite3.Error):
                 if db.in_transaction:
                     db.execute("ROLLBACK")
-                self.failure = str(e)
-                log.error("the store could not commit (%s); retrying in %.2f s", e, delay)
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
-                continue
-            break
-        self.failure = None
+
+    def _commit(self, db: sqlite3.Connection, writes: list[_Op]) -> bool:
+        """Apply `writes` in one transaction; whether it committed. A write is never dropped
+        for a failure that may pass (busy, disk full, I/O): the caller tries again. A damaged
+        file stops all writing (`damage`), and every flush then says so."""
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for op in writes:
+                self._apply(db, op)
+            db.execute("COMMIT")
+        except sqlite3.Error as e:
+            with contextlib.suppress(sqlite3.Error):
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            kind = _kind(e)
+            if kind == _DAMAGED:
+                self._damaged(e)
+                return False
+            failure = _full(self.path, e) if kind == _FULL else f"{e}"
+            if failure != self.failure or time.monotonic() - self._logged > 60:
+                log.error("the store could not commit %d writes: %s; retrying", len(writes), e)
+                self._logged = time.monotonic()
+            self.failure, self.full = failure, kind == _FULL
+            return False
+        if self.failure is not None:
+            log.warning("the store commits again (after: %s)", self.failure)
+        self.failure, self.full = None, False
+        return True
+
+    def _damaged(self, e: sqlite3.Error) -> None:
+        if self.damage is None:
+            self.damage = repair.damaged(self.path, str(e))
+            log.error("%s; nothing more is written to it", self.damage)
+        self.failure = self.damage
 
     def _apply(self, db: sqlite3.Connection, op: _Op) -> None:
         assert op.fn is not None
         db.execute("SAVEPOINT op")
         try:
             op.fn(db)
-        except sqlite3.OperationalError:
-            raise
-        except Exception:  # a bad write (a bug) is dropped alone, loudly
+        except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            db.execute("ROLLBACK TO op")  # a bad write (a bug) is dropped alone, loudly
+            log.exception("a store write failed and was skipped")
+        except sqlite3.Error:
+            raise  # the database's trouble, not the write's: the whole commit fails
+        except Exception:
             db.execute("ROLLBACK TO op")
             log.exception("a store write failed and was skipped")
         db.execute("RELEASE op")
@@ -354,23 +471,28 @@ class SqliteStore(Store):
 
         return list(self._submit(read).result())
 
-    def insert_session(self, row: dict[str, Any]) -> None:
+    def insert_session(self, row: dict[str, Any]) -> dict[str, Any]:
+        row = self.redactor().value(row)
         values = encode_row(row)
         cols = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         sql = f"INSERT INTO sessions ({cols}) VALUES ({marks})"
         self._write(lambda db: db.execute(sql, list(values.values())))
+        return row
 
-    def update_session(self, session_id: str, fields: dict[str, Any]) -> None:
+    def update_session(self, session_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         if not fields:
-            return
+            return fields
+        fields = self.redactor().value(fields)
         values = encode_row(fields)
         sets = ", ".join(f"{k} = ?" for k in values)
         sql = f"UPDATE sessions SET {sets} WHERE id = ?"
         self._write(lambda db: db.execute(sql, [*values.values(), session_id]))
+        return fields
 
     # -- events ---------------------------------------------------------------------------------
     def append_event(self, session_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        data = self.redactor().value(data)
         with self._seq_lock:
             self._seq += 1
             seq = self._seq
@@ -421,10 +543,12 @@ class SqliteStore(Store):
         return found
 
     # -- conversations --------------------------------------------------------------------------
-    def append_conversation(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+    def append_conversation(
+        self, session_id: str, messages: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         if not messages:
-            return
-        items = list(messages)
+            return []
+        items = self.redactor().value(list(messages))
 
         def write(db: sqlite3.Connection) -> None:
             top = db.execute(
@@ -437,9 +561,12 @@ class SqliteStore(Store):
             )
 
         self._write(write)
+        return items
 
-    def replace_conversation(self, session_id: str, messages: list[dict[str, Any]]) -> None:
-        items = list(messages)
+    def replace_conversation(
+        self, session_id: str, messages: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        items = self.redactor().value(list(messages))
 
         def write(db: sqlite3.Connection) -> None:
             db.execute("DELETE FROM conversation WHERE session_id = ?", (session_id,))
@@ -449,6 +576,7 @@ class SqliteStore(Store):
             )
 
         self._write(write)
+        return items
 
     async def conversation(self, session_id: str) -> list[dict[str, Any]]:
         def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
@@ -461,7 +589,8 @@ class SqliteStore(Store):
         return list(await self._read(read))
 
     # -- mailboxes ------------------------------------------------------------------------------
-    def put_message(self, message: dict[str, Any]) -> None:
+    def put_message(self, message: dict[str, Any]) -> dict[str, Any]:
+        message = self.redactor().value(message)
         row = {k: clean_text(v) if isinstance(v, str) else v for k, v in message.items()}
         self._write(
             lambda db: db.execute(
@@ -470,6 +599,7 @@ class SqliteStore(Store):
                 row,
             )
         )
+        return message
 
     def mark_read(self, message_ids: Iterable[str], reader: Reader) -> None:
         ids = list(message_ids)
@@ -508,23 +638,27 @@ class SqliteStore(Store):
 
         return list(self._submit(read).result())
 
-    def insert_schedule(self, row: dict[str, Any]) -> None:
+    def insert_schedule(self, row: dict[str, Any]) -> dict[str, Any]:
+        row = self.redactor().value(row)
         values = encode_row(row)
         sql = (
             f"INSERT INTO schedules ({', '.join(values)}) VALUES ({', '.join('?' for _ in values)})"
         )
         self._write(lambda db: db.execute(sql, list(values.values())))
+        return row
 
-    def update_schedule(self, schedule_id: str, fields: dict[str, Any]) -> None:
+    def update_schedule(self, schedule_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         if not fields:
-            return
+            return fields
+        fields = self.redactor().value(fields)
         values = encode_row(fields)
         sql = f"UPDATE schedules SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?"
         self._write(lambda db: db.execute(sql, [*values.values(), schedule_id]))
+        return fields
 
     # -- spilled values -------------------------------------------------------------------------
     def record_spill(self, blob_id: str, session_id: str, name: str, size: int) -> None:
-        row = (blob_id, session_id, clean_text(name), size, time.time())
+        row = (blob_id, session_id, clean_text(self.redactor().text(name)), size, time.time())
         self._write(
             lambda db: db.execute(
                 "INSERT INTO spills (blob_id, session_id, name, size, created) "
@@ -570,19 +704,46 @@ class SqliteStore(Store):
     async def put_blob(self, data: bytes) -> str:
         blob_id = new_id("b")
         path = self.blob_path(blob_id)
-        await asyncio.to_thread(_write_private, path, data, self.tmp_dir)
+        redactor = self.redactor()
+        try:
+            await asyncio.to_thread(_write_private, path, data, self.tmp_dir, redactor)
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise InsufficientStorage(_full(self.path, e)) from None
+            raise
         return blob_id
 
     async def get_blob(self, blob_id: str) -> bytes:
         return await asyncio.to_thread(self.blob_path(blob_id).read_bytes)
 
 
-def _write_private(path: Path, data: bytes, tmp_dir: Path) -> None:
-    atomic_write(path, data, tmp_dir=tmp_dir)
+# How a failed commit is treated, by SQLite's result code.
+_FULL = "full"  # SQLITE_FULL: tried again until there is space; requests meanwhile get 507
+_DAMAGED = "damaged"  # SQLITE_CORRUPT, SQLITE_NOTADB: nothing more is written; 503, repair
+_PASSING = "passing"  # busy, locked, I/O: tried again
+
+
+def _kind(e: sqlite3.Error) -> str:
+    code = getattr(e, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    text = str(e)
+    if primary == 13 or "database or disk is full" in text:
+        return _FULL
+    if primary in (11, 26) or "malformed" in text or "not a database" in text:
+        return _DAMAGED
+    return _PASSING
+
+
+def _full(path: Path, e: BaseException) -> str:
+    return f"the disk under {path.parent} is full ({e}); free some space and try again"
+
+
+def _write_private(path: Path, data: bytes, tmp_dir: Path, redactor: Redactor) -> None:
+    atomic_write(path, redactor.pickle(data), tmp_dir=tmp_dir)
     os.chmod(path, 0o600)
 
 
-def _statements(script: str) -> list[str]:
+def statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 

@@ -1,0 +1,155 @@
+"""Per-kernel caps, hit for real from inside an agent kernel: a fork bomb, a 20 GiB shared
+mapping, a full /tmp and /dev/shm, a file past its size limit. Each ends in its own cell with a
+clear error; the server and another session run on (review red-team-a982054, finding 10: a
+shared 20 GiB mmap succeeded, /tmp and /dev/shm were unbounded, 600 processes started because
+the agent ran as root). With the server as root, each agent kernel is a host uid of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from traitlets.config import Config
+
+from prime_kernel.daemon.sandbox import Sandbox
+from tests.conftest import events
+
+pytestmark = pytest.mark.skipif(
+    Sandbox(mode="auto").probe().mode != "bwrap", reason="bubblewrap does not work here"
+)
+
+LIMITS = {
+    "process_limit": 64,
+    "address_space_limit": 8 << 30,
+    "tmp_size": 16 << 20,
+    "shm_size": 8 << 20,
+    "file_size_limit": 32 << 20,
+}
+
+
+@pytest.fixture
+def prime_config(prime_config: dict[str, Any]) -> dict[str, Any]:
+    # An ended session's kernel goes at once (none kept for co-working), and its sandbox
+    # with it.
+    return {**prime_config, "keep_root_kernel": 0}
+
+
+@pytest.fixture(params=[True, False], ids=["forked", "exec"])
+def jp_server_config(request: pytest.FixtureRequest, prime_config: dict[str, Any]) -> Config:
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"prime_kernel": True}},
+            "Daemon": prime_config,
+            "Sandbox": {"mode": "bwrap", **LIMITS},
+            "LocalLauncher": {"fork": request.param},
+        }
+    )
+
+
+# Runs in the agent: every cap hit once, each caught and reported.
+BOMBS = r"""
+import errno, json, mmap, os, time
+found = {"uid": os.getuid()}
+# A real fork bomb: every child forks on, until the process limit stops them all.
+children = 0
+try:
+    while True:
+        if os.fork() == 0:
+            try:
+                while True:
+                    if os.fork() == 0:
+                        time.sleep(60)
+                        os._exit(0)
+            except OSError:
+                time.sleep(60)
+                os._exit(0)
+        children += 1
+except OSError as e:
+    found["fork"] = [children, e.errno, type(e).__name__]
+# 20 GiB of shared memory, which RLIMIT_DATA does not count.
+try:
+    m = mmap.mmap(-1, 20 << 30, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+    found["mmap"] = "mapped"
+except OSError as e:
+    found["mmap"] = [e.errno, type(e).__name__]
+def fill(path, mb):
+    try:
+        with open(path, "wb") as f:
+            for _ in range(mb):
+                f.write(b"x" * (1 << 20))
+                f.flush()
+        return "written"
+    except OSError as e:
+        return [e.errno, type(e).__name__]
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+found["tmp"] = fill("/tmp/big", 40)
+found["shm"] = fill("/dev/shm/big", 40)
+found["file"] = fill("big.bin", 64)
+"""
+
+
+async def test_caps_end_in_their_own_cell(daemon, script, jp_fetch) -> None:
+    other_model = script([{"code": "import time\ntime.sleep(3)\nanswer(2)"}])
+    other = await daemon.create_session("meanwhile", model=other_model)
+    bomber = await daemon.create_session(
+        "bombs", model=script([{"code": BOMBS}, {"code": "answer(json.dumps(found))"}])
+    )
+    # The server answers all along.
+    for _ in range(10):
+        assert (await jp_fetch("api", "prime", "sessions")).code == 200
+        await asyncio.sleep(0.3)
+    done = await daemon.wait(bomber["id"], 180)
+    assert done["state"] == "DONE", done.get("error")
+    assert (await daemon.wait(other["id"], 120))["state"] == "DONE"
+    found = json.loads(daemon.session_json(bomber["id"])["answer_repr"].strip("'"))
+
+    uid = found["uid"]
+    if os.geteuid() == 0:  # a host uid of its own, in Sandbox.first_uid's range
+        sandbox = Sandbox(parent=daemon)
+        assert sandbox.first_uid <= uid < sandbox.first_uid + sandbox.uids
+    assert found["fork"][2] == "BlockingIOError" and found["fork"][0] < 64, found
+    assert found["mmap"] == [12, "OSError"], found  # ENOMEM: RLIMIT_AS
+    assert found["tmp"] == [28, "OSError"] and found["shm"] == [28, "OSError"], found
+    assert found["file"] == [27, "OSError"], found  # EFBIG: File too large
+
+    # Its kernel is gone with the session, and every process of the bomb with it.
+    cells = await events(daemon, bomber["id"], "cell")
+    assert all(c["data"]["status"] == "ok" for c in cells)
+    await daemon.store.flush()
+
+    def left() -> list[int]:
+        out = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            line = next(x for x in status.splitlines() if x.startswith("Uid:"))
+            if int(line.split()[1]) == uid:
+                out.append(int(pid))
+        return out
+
+    if os.geteuid() == 0:
+        for _ in range(100):
+            if not left():
+                break
+            await asyncio.sleep(0.1)
+        assert left() == []
+
+
+async def test_each_kernel_has_a_uid_of_its_own(daemon, script) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("uids of their own only when the server runs as root")
+    model = script([{"code": "import os, time\ntime.sleep(2)\nanswer(os.getuid())"}])
+    sessions = [await daemon.create_session(f"uid {i}", model=model) for i in range(2)]
+    uids = set()
+    for s in sessions:
+        assert (await daemon.wait(s["id"], 120))["state"] == "DONE"
+        uids.add(daemon.session_json(s["id"])["answer_repr"])
+    assert len(uids) == 2 and "0" not in uids, uids
