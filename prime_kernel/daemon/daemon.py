@@ -7,7 +7,7 @@ the collaborators and hands each the narrow pieces it needs:
 - `EventLog` (events.py): trajectory events, scrubbed of secrets, pushed to listeners;
 - `Lifecycle` (lifecycle.py): every state change and its effects;
 - `Accounting` (accounting.py): usage and budgets;
-- `Scheduler`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Recovery`;
+- `Scheduler`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Learner`, `Recovery`;
 - long-horizon control: `Goals`, `Schedules` (heartbeats), `Autonomy` (gates and
   continuations), `Collector` (spilling REPL values);
 - the agent loop (loop.py), which sees the daemon only as a `LoopHost`.
@@ -34,6 +34,7 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import Bool, Float, Instance, Int, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
+from ..harness.examples import Example
 from ..harness.harness import Harness
 from ..models.prompts import PYTHON_TOOL
 from ..models.router import Completion, ModelRouter
@@ -63,6 +64,7 @@ from .gateway import GatewayLauncher
 from .goals import Goals
 from .kernels import CellResult, KernelPool, KernelRunner
 from .launcher import KernelLauncher, LocalLauncher
+from .learning import Learner
 from .lifecycle import Lifecycle
 from .listing import Listing
 from .loop import AgentLoop, TurnLimitReached
@@ -354,6 +356,15 @@ class Daemon(LoggingConfigurable):
             parent=self, project_dir=str(Path(self.store_dir) / "harness")
         )
         self.refiner = Refiner(self)
+        self.learner = Learner(
+            registry=self.registry,
+            store=self.store,
+            events=self.event_log,
+            harness=self.harness,
+            max_turns=lambda: self.max_turns,
+            scrub=self.scrub,
+            spawn=self.spawn,
+        )
         self.recovery = Recovery(self)
         self.launcher: KernelLauncher | None = None
         self.pool: KernelPool | None = None
@@ -377,6 +388,7 @@ class Daemon(LoggingConfigurable):
         lc.on(TERMINAL, self._ended)
         lc.on(TERMINAL, self.schedules.session_ended)
         lc.on(SessionState.FAILED, self.refiner.session_failed)
+        lc.on(SessionState.DONE, self.learner.session_done)
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -957,6 +969,10 @@ class Daemon(LoggingConfigurable):
     def context_notes(self, live: LiveSession) -> str:
         """Extra system-prompt text for a session: harness notes, memories, skills."""
         return self.harness.context(live.record.to_row())
+
+    def recall(self, live: LiveSession) -> list[Example]:
+        """Worked examples and cautions learned from verified sessions like this one."""
+        return self.learner.recall(live.record)
 
     async def before_turn(self, live: LiveSession) -> None:
         notes, live.notes = live.notes, []

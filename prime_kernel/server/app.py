@@ -22,6 +22,7 @@ from . import (
     goals,
     harness,
     kernel_manager,
+    learning,
     messages,
     schedules,
     sessions,
@@ -107,7 +108,17 @@ class PrimeApp(ExtensionApp):
             factory.default_provisioner_name = "prime-provisioner"
 
     def initialize_handlers(self) -> None:
-        for module in (sessions, messages, harness, exports, status, goals, schedules, collector):
+        for module in (
+            sessions,
+            messages,
+            harness,
+            learning,
+            exports,
+            status,
+            goals,
+            schedules,
+            collector,
+        ):
             self.handlers.extend(module.HANDLERS)
         self.handlers.append((rf"{API}/.*", NoRouteHandler))
 
