@@ -33,10 +33,15 @@ class Refiner:
         # The refinements under way: how long each has run and how much reply it has.
         self.running: list[dict[str, Any]] = []
 
-    async def evidence(self, session_id: str | None = None, limit: int = 8) -> list[dict[str, Any]]:
-        """What the recent sessions (or one session and its subtree) did, failed at and cost."""
+    async def evidence(
+        self, session_id: str | None = None, limit: int = 8, session_ids: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """What the recent sessions (or one session and its subtree, or the sessions named)
+        did, failed at and cost."""
         registry = self.daemon.registry
-        if session_id:
+        if session_ids:
+            records = [registry.get(i) for i in session_ids][:limit]
+        elif session_id:
             records = [registry.get(session_id), *registry.descendants(session_id)][:limit]
         else:
             records = [r for r in registry.select() if r.is_agent][:limit]
@@ -53,6 +58,7 @@ class Refiner:
         author: str = "user",
         trigger: str = "manual",
         session_id: str | None = None,
+        session_ids: list[str] | None = None,
         caller: LiveSession | None = None,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
@@ -99,7 +105,7 @@ class Refiner:
                 "cost": completion.cost,
             }
 
-        evidence = await self.evidence(session_id, harness.evidence_sessions)
+        evidence = await self.evidence(session_id, harness.evidence_sessions, session_ids)
         self.running.append(progress)
         try:
             return await rules.refine(
