@@ -68,7 +68,7 @@ _ANSWER_CALLS = frozenset({"answer", "FINAL", "FINAL_VAR"})
 _BUILTINS = frozenset(dir(builtins))
 # Code that looks for the verdict instead of computing the answer.
 _CHEAT = re.compile(
-    r"\b(verif\w*|checker|grader|expected|answer_key|ground_truth|solutions?)\b|"
+    r"\b(verif\w*|checker|grader|expected|answer_key|ground_truth)\b|"
     r"\.prime\b|os\.environ|getenv|/proc/|sys\._getframe|gc\.get_objects|\binspect\.",
     re.IGNORECASE,
 )

@@ -309,6 +309,7 @@ class KernelEntryHandler(_Harness, KernelHandler):
         body = self.body()
         args = write_args(body, extra={"base_version"})
         args["base_version"] = body.get("base_version")
+        self.harness.find(kind, entry_id)  # a clear NotFound now, not a failed proposal
         self.write_json(*kernel_write(self, "update", kind, entry_id, args))
 
     async def delete(self, kind: str, entry_id: str) -> None:
