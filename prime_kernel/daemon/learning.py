@@ -101,6 +101,7 @@ class Learner:
                 session_id=record.id,
                 verified_by=by,
                 model=record.model,
+                context_type=record.context_type,
                 note=self.scrub(note),
                 max_chars=self.harness.max_example_chars,
             )

@@ -99,7 +99,11 @@ class AgentLoop:
             examples = profile.examples(record.prompt)[2 * len(worked) :]
             for e in worked:
                 examples += [
-                    {"role": "user", "name": "example", "content": profile.task(e.task, None, 0)},
+                    {
+                        "role": "user",
+                        "name": "example",
+                        "content": profile.task(e.task, e.context_type, 0),
+                    },
                     {
                         "role": "assistant",
                         "name": "example",

@@ -128,6 +128,8 @@ class Example:
     answer: str
     note: str
     source: str
+    # The type of the session's `context` ("str", "list", ...), if it had one.
+    context_type: str | None = None
     score: float = 0.0
 
     @property
@@ -135,13 +137,12 @@ class Example:
         return self.outcome == "right"
 
     def caution(self) -> str:
-        """What not to do, in a line or two (for the system prompt)."""
-        note = f" ({self.note})" if self.note else ""
-        code = " ".join(self.code.split())
-        code = code if len(code) <= 240 else code[:239] + "…"
+        """What not to do, in a line (for the system prompt). Without the code: a small model
+        copies what it is shown, wrong code included."""
+        note = f" ({_clip(self.note, 200)})" if self.note else ""
         return (
-            f"- A similar task, “{_clip(self.task, 160)}”, was answered {self.answer} with "
-            f"`{code}`: verified wrong{note}. Do not repeat that."
+            f"- A similar task, “{_clip(self.task, 160)}”, was answered {_clip(self.answer, 60)}: "
+            f"verified wrong{note}. Do not repeat that answer."
         )
 
     def text(self) -> str:
@@ -182,6 +183,7 @@ def from_entry(entry: Any, score: float = 0.0) -> Example:
         answer=str(meta.get("answer") or ""),
         note=str(meta.get("note") or ""),
         source=str(meta.get("learned_from") or ""),
+        context_type=str(meta["context_type"]) if meta.get("context_type") else None,
         score=score,
     )
 

@@ -378,6 +378,7 @@ def distill(
     session_id: str,
     verified_by: str,
     model: str | None = None,
+    context_type: str | None = None,
     note: str = "",
     max_chars: int = 1500,
 ) -> dict[str, Any]:
@@ -435,6 +436,8 @@ def distill(
         "learned_from": f"session {session_id}",
         "verified_by": verified_by,
     }
+    if context_type:
+        metadata["context_type"] = context_type
     if model:
         metadata["model"] = model
     if note:

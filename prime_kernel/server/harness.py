@@ -2,11 +2,12 @@
 kernels under /api/prime/kernel/harness (their session's token).
 
 Both share the request parsing. A person's change is made at once, by "user" (or, from a
-notebook's kernel, by the notebook's session). An agent's change from its kernel is a proposal under the review policy (`harness.refine.propose`), authored by
-the calling session (resolved from its token, never from the body): under `review` it waits for
-a person (202, with the proposal's id) and reaches no session before; under `auto` it is made
-at once (201 / 200, the entry). Paths a request names (import, export) must lie under the server
-root, outside the daemon's store.
+notebook's kernel, by the notebook's session). An agent's change from its kernel is a proposal
+under the review policy (`harness.refine.propose`), authored by the calling session (resolved
+from its token, never from the body): under `review` it waits for a person (202, with the
+proposal's id) and reaches no session before; under `auto` it is made at once (201 / 200, the
+entry). Paths a request names (import, export) must lie under the server root, outside the
+daemon's store.
 """
 
 from __future__ import annotations
