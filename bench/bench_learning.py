@@ -87,14 +87,16 @@ async def run_task(daemon: Any, task: Task, model: str) -> dict[str, Any]:
 
 
 async def held_out(
-    daemon: Any, model: str, families: list[str], phase: str, quiet: bool
+    daemon: Any, model: str, families: list[str], phase: str, quiet: bool, answers: list[str]
 ) -> dict[str, list[bool]]:
+    """Run the held-out variants: right or not, by family; each answer's repr to `answers`."""
     out: dict[str, list[bool]] = {}
     for family in families:
         out[family] = []
         for task in split(family)[1]:
             row = await run_task(daemon, task, model)
             out[family].append(row["ok"])
+            answers.append(f"{row['state']} {row['answer']!r}")
             if not quiet:
                 mark = "✓" if row["ok"] else "✗"
                 print(
@@ -210,20 +212,30 @@ async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     families = args.families
     start = time.perf_counter()
     phases: dict[str, dict[str, list[bool]]] = {}
-    phases["before"] = await held_out(daemon, model, families, "before", quiet)
+    answers: dict[str, list[str]] = {p: [] for p in ("before", "after", "rollback", "refined")}
+    phases["before"] = await held_out(daemon, model, families, "before", quiet, answers["before"])
     sessions, learned, counts = await train(daemon, model, families, args.attempts, quiet)
-    phases["after"] = await held_out(daemon, model, families, "after", quiet)
+    phases["after"] = await held_out(daemon, model, families, "after", quiet, answers["after"])
     roll_back(daemon, learned)
     assert not daemon.harness.list("example")[0], "the rollback left examples behind"
-    phases["rollback"] = await held_out(daemon, model, families, "after rollback", quiet)
+    phases["rollback"] = await held_out(
+        daemon, model, families, "after rollback", quiet, answers["rollback"]
+    )
     refinements: list[dict[str, Any]] = []
     if not args.no_refine:
         rids, refinements = await refine_arm(daemon, model, families, sessions, quiet)
-        phases["refined"] = await held_out(daemon, model, families, "refined", quiet)
+        phases["refined"] = await held_out(
+            daemon, model, families, "refined", quiet, answers["refined"]
+        )
         roll_back(daemon, rids)
     return {
         "model": model,
         "phases": phases,
+        "answers": answers,
+        # Whether each held-out task got the very same answer after the rollback as before.
+        "same_after_rollback": sum(
+            a == b for a, b in zip(answers["before"], answers["rollback"], strict=True)
+        ),
         "training": counts,
         "refinements": refinements,
         "seconds": time.perf_counter() - start,
@@ -298,6 +310,10 @@ def main() -> None:
         f"{counts['learned']} entries learned"
     )
     print("\n".join(table(result)))
+    print(
+        f"after rollback, the same answer as before (state and value) in "
+        f"{result['same_after_rollback']} of {n} held-out tasks"
+    )
     print(
         f"\n{result['seconds']:.0f} s in all; load average {result['load'][0]:.2f} before, "
         f"{result['load'][1]:.2f} after"
