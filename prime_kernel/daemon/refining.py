@@ -106,6 +106,17 @@ class Refiner:
             }
 
         evidence = await self.evidence(session_id, harness.evidence_sessions, session_ids)
+        router = daemon.router
+        window = router.context_window(model)
+
+        def fits(messages: list[dict[str, Any]]) -> bool:
+            # litellm's count is an estimate where it lacks the model's tokenizer (the embedded
+            # models' llama.cpp counted 17% more on code): a quarter more, to be safe.
+            if window is None:
+                return True
+            needed = router.count_tokens(model, messages) * 1.25 + harness.refine_reply_tokens
+            return needed <= window
+
         self.running.append(progress)
         try:
             return await rules.refine(
@@ -114,7 +125,8 @@ class Refiner:
                 evidence=evidence,
                 model=model,
                 max_turns=daemon.max_turns,
-                constrained=daemon.router.supports_response_schema(model),
+                constrained=router.supports_response_schema(model),
+                fits=fits,
                 instructions=instructions,
                 author=author,
                 trigger=trigger,

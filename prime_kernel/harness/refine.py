@@ -289,6 +289,7 @@ async def refine(
     model: str,
     max_turns: int,
     constrained: bool = False,
+    fits: Callable[[list[dict[str, Any]]], bool] | None = None,
     instructions: str | None = None,
     author: str = "user",
     trigger: str = "manual",
@@ -297,8 +298,10 @@ async def refine(
 
     `evidence` is what the recent sessions did (the daemon gathers it from its store);
     `max_turns` is the daemon's limit, which a role's max_turns may never exceed;
-    `constrained`: the model's backend takes `response_format` and decodes to the schema. The
-    model call is stopped after `Harness.refine_timeout` seconds (the refinement fails).
+    `constrained`: the model's backend takes `response_format` and decodes to the schema;
+    `fits(messages)`: whether a prompt leaves the reply room in the model's window (evidence
+    is left out, the last sessions first, until it does). The model call is stopped after
+    `Harness.refine_timeout` seconds (the refinement fails).
     """
     if instructions is not None and not isinstance(instructions, str):
         raise PrimeError("refinement instructions must be a string")
@@ -308,27 +311,40 @@ async def refine(
         for r in harness.versions().refinements(limit=20)
         if r.get("model")  # refinements, not the proposals of learning and agents
     ][:5]
-    user = json.dumps(
-        {
-            "instructions": instructions or "Improve the harness from the evidence.",
-            "evidence": evidence,
-            "harness": _harness_view(harness),
-            "past_refinements": past,
-        },
-        default=str,
-    )
+    view = _harness_view(harness)
+
+    def prompt(shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        user = json.dumps(
+            {
+                "instructions": instructions or "Improve the harness from the evidence.",
+                "evidence": shown,
+                "harness": view,
+                "past_refinements": past,
+            },
+            default=str,
+        )
+        shape = (
+            SHAPE_CONSTRAINED if constrained else SHAPE_FREE.format(schema=json.dumps(REPLY_SCHEMA))
+        )
+        return [
+            {"role": "system", "content": SYSTEM.format(shape=shape)},
+            {"role": "user", "content": user},
+        ]
+
+    # The prompt must leave room for the reply in the model's window: the evidence of the
+    # sessions furthest down the list goes first.
+    shown = list(evidence)
+    messages = prompt(shown)
+    while fits is not None and shown and not fits(messages):
+        shown.pop()
+        messages = prompt(shown)
     record = _record(
         author=author,
         trigger=trigger,
         instructions=instructions,
-        evidence=[e["session_id"] for e in evidence],
+        evidence=[e["session_id"] for e in shown],
         model=model,
     )
-    shape = SHAPE_CONSTRAINED if constrained else SHAPE_FREE.format(schema=json.dumps(REPLY_SCHEMA))
-    messages = [
-        {"role": "system", "content": SYSTEM.format(shape=shape)},
-        {"role": "user", "content": user},
-    ]
     limit = harness.refine_timeout or None
     try:
         text, usage = await asyncio.wait_for(

@@ -393,3 +393,31 @@ def test_the_embedded_model_replies_with_valid_json(tmp_path: Path):
         asyncio.run(daemon.store.close())
     assert record["status"] not in ("invalid", "failed"), record.get("error")
     assert refine.parse_reply(record["reply"])["summary"]
+
+
+async def test_the_prompt_leaves_the_reply_room_in_the_models_window(daemon: Daemon, script):
+    from prime_kernel.models import scripted
+
+    sids = []
+    for i in range(4):
+        noisy = script([{"code": f"x = 'line {i} ' * 400\nprint(x)\n1/0"}])
+        rec = await daemon.create_session(
+            f"noisy task {i} " + "padding " * 300, model=noisy, max_turns=1
+        )
+        await daemon.wait(rec["id"], 60)
+        sids.append(rec["id"])
+    seen: list[list[dict[str, Any]]] = []
+
+    def play(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append(messages)
+        return reply()
+
+    daemon.harness.refine_model = scripted.register_script(
+        "small_window", [play], context_window=3000
+    )
+    record = await daemon.refiner.refine(session_ids=sids)
+    assert record["status"] == "empty"
+    assert 0 < len(record["evidence"]) < len(sids)  # what the model was shown, no more
+    assert record["evidence"] == sids[: len(record["evidence"])]
+    prompt = seen[0][1]["content"]
+    assert all(sid in prompt for sid in record["evidence"]) and sids[-1] not in prompt
