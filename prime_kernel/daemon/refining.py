@@ -112,10 +112,10 @@ class Refiner:
         def fits(messages: list[dict[str, Any]]) -> bool:
             # litellm's count is an estimate where it lacks the model's tokenizer (the embedded
             # models' llama.cpp counted 17% more on code): a quarter more, to be safe.
-            if window is None:
-                return True
-            needed = router.count_tokens(model, messages) * 1.25 + harness.refine_reply_tokens
-            return needed <= window
+            tokens = router.count_tokens(model, messages) * 1.25
+            if window is not None and tokens + harness.refine_reply_tokens > window:
+                return False
+            return tokens <= harness.refine_prompt_tokens
 
         self.running.append(progress)
         try:

@@ -84,6 +84,13 @@ class Harness(LoggingConfigurable):
         "refinement fails, changing nothing (0: Daemon.model_timeout only).",
     )
     refine_reply_tokens = Int(1200, config=True, help="Most tokens a refinement's reply may have.")
+    refine_prompt_tokens = Int(
+        4000,
+        config=True,
+        help="Most tokens of a refinement's prompt (also bounded by the model's window): the "
+        "evidence of the sessions furthest down the list is left out first. On a CPU every "
+        "prompt token is read before the reply starts.",
+    )
 
     @default("global_dir")
     def _default_global_dir(self) -> str:

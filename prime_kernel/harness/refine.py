@@ -58,6 +58,10 @@ Complete = Callable[
 ]
 
 
+# What a refinement may edit (worked examples are learned, never refined).
+EDITABLE = ("note", "memory", "skill", "spec")
+
+
 def _text(most: int) -> dict[str, Any]:
     return {"type": "string", "maxLength": most}
 
@@ -194,21 +198,34 @@ def _scaled(schema: dict[str, Any], factor: float) -> dict[str, Any]:
     return out
 
 
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """Only edits that can pass: the kinds refinement may edit, ids spelled as ids."""
+    edit = schema["properties"]["edits"]["items"]["properties"]
+    edit["kind"] = {"enum": list(EDITABLE)}
+    most = edit["id"]["maxLength"]
+    edit["id"] = {
+        "type": "string",
+        "maxLength": most,
+        "pattern": f"^[a-z0-9][a-z0-9._-]{{0,{most - 1}}}$",
+    }
+    return schema
+
+
 def constrained_schema(reply_tokens: int) -> dict[str, Any]:
     """REPLY_SCHEMA tightened for decoding under a grammar: the longest reply it allows fits in
-    `reply_tokens`, so the grammar — not the token limit — ends it, and it always parses. Every
-    reply it allows matches REPLY_SCHEMA too."""
+    `reply_tokens`, so the grammar — not the token limit — ends it, and it always parses; and
+    only kinds and ids an edit may have. Every reply it allows matches REPLY_SCHEMA too."""
     budget = max(1, reply_tokens) * CHARS_PER_TOKEN
     low, high = 0.0, 1.0
     if _longest(_scaled(REPLY_SCHEMA, high)) <= budget:
-        return _scaled(REPLY_SCHEMA, high)
+        return _closed(_scaled(REPLY_SCHEMA, high))
     for _ in range(30):
         mid = (low + high) / 2
         if _longest(_scaled(REPLY_SCHEMA, mid)) <= budget:
             low = mid
         else:
             high = mid
-    return _scaled(REPLY_SCHEMA, low)
+    return _closed(_scaled(REPLY_SCHEMA, low))
 
 
 def response_format(reply_tokens: int) -> dict[str, Any]:
