@@ -29,9 +29,12 @@ import {
   ScheduleList,
   Session,
   SessionList,
-  TrajectoryEvent
+  TrajectoryEvent,
+  Verification,
+  VerifyRequest
 } from './protocol';
 import type { IServerStatus } from './security';
+import type { IRefineProgress } from './verify';
 
 export class PrimeAPIError extends Error {
   constructor(
@@ -255,6 +258,17 @@ export class PrimeAPI {
       query({ limit })
     );
     return (data && data.refinements) || [];
+  }
+
+  /** The refinements under way: how long each has run and how much reply it has. */
+  async refineProgress(): Promise<IRefineProgress[]> {
+    const data = await this.request<{ running?: IRefineProgress[] }>(['harness', 'refinements'], {}, query({ limit: 1 }));
+    return (data && data.running) || [];
+  }
+
+  /** Mark a session's answer right or wrong; the harness learns from it (review policy). */
+  verify(id: string, body: VerifyRequest): Promise<Verification> {
+    return this.request<Verification>(['sessions', id, 'verify'], this._json('POST', body));
   }
 
   /** Approve or reject some edits of a refinement (all pending ones without `edits`), or roll it back. */

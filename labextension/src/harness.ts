@@ -29,6 +29,7 @@ import {
 import { createHarnessEntry, editHarnessEntry } from './harnessEditor';
 import { HarnessModel } from './harnessModel';
 import { HARNESS_KINDS, HarnessKind } from './protocol';
+import { refineProgressText } from './verify';
 
 export interface IHarnessViewOptions {
   model: HarnessModel;
@@ -126,9 +127,17 @@ export class HarnessView extends Widget {
   /** Run a refinement (optionally from a session's trajectory) and show its proposal. */
   async refine(options: { session_id?: string; instructions?: string } = {}): Promise<void> {
     const trans = this._trans;
-    this._setStatus(trans.__('Refining the harness (one model call)…'));
+    const since = Date.now();
+    this._setStatus(refineProgressText(undefined, 0, trans));
+    // While the model reads and writes (streamed), show how far it got, once a second.
+    const poll = setInterval(() => {
+      void this.model.api.refineProgress().then(
+        running => this._setStatus(refineProgressText(running[0], (Date.now() - since) / 1000, trans)),
+        () => undefined
+      );
+    }, 1000);
     await this._run(async () => {
-      const r = await this.model.refine(options);
+      const r = await this.model.refine(options).finally(() => clearInterval(poll));
       this._setStatus(
         r.error ? trans.__('Refinement %1: %2 (%3)', r.id, r.status, r.error) : trans.__('Refinement %1: %2', r.id, r.status),
         r.status === 'invalid' || r.status === 'failed'

@@ -62,7 +62,7 @@ export const STATE_DESCRIPTIONS: Readonly<Record<SessionState, string>> = {
 
 export type SessionKind = "agent" | "notebook";
 
-export type EventKind = "task" | "state" | "model_call" | "assistant" | "cell" | "observation" | "answer" | "child" | "mail_in" | "mail_out" | "compaction" | "snapshot" | "restore" | "resume" | "kernel" | "refinement" | "goal" | "continuation" | "gate" | "schedule" | "gc" | "error";
+export type EventKind = "task" | "state" | "model_call" | "assistant" | "cell" | "observation" | "answer" | "child" | "mail_in" | "mail_out" | "compaction" | "snapshot" | "restore" | "resume" | "kernel" | "refinement" | "verified" | "goal" | "continuation" | "gate" | "schedule" | "gc" | "error";
 
 export const EVENT_KINDS: readonly EventKind[] = [
   "task",
@@ -81,6 +81,7 @@ export const EVENT_KINDS: readonly EventKind[] = [
   "resume",
   "kernel",
   "refinement",
+  "verified",
   "goal",
   "continuation",
   "gate",
@@ -106,6 +107,7 @@ export const EVENT_TITLES: Readonly<Record<EventKind, string>> = {
   "resume": "Resumed",
   "kernel": "Kernel",
   "refinement": "Refinement",
+  "verified": "Verified",
   "goal": "Goal",
   "continuation": "Continuation",
   "gate": "Gate",
@@ -235,6 +237,18 @@ export interface EventDataMap {
     refinement_id: string;
     status: string;
   };
+  /** The session's answer was verified right or wrong — by a person, a checker or an autonomous gate — and what the harness learned from it (`learned`: the proposal holding the worked example or caution, or `refused`: why nothing was learned). */
+  verified: {
+    correct: boolean;
+    by: string;
+    note?: string;
+    learned?: {
+      refinement_id: string;
+      status: string;
+      entry?: string;
+    };
+    refused?: string;
+  };
   /** The session's goal was set, marked done or cleared, or progress on it was noted; `by` is the session that did it or "user". */
   goal: {
     event: "set" | "progress" | "done" | "cleared";
@@ -329,7 +343,7 @@ export const ERROR_STATUS: Readonly<Record<string, number>> = {
 
 export type ErrorCode = "bad_request" | "budget_exceeded" | "cancelled" | "child_budget_exceeded" | "conflict" | "depth_exceeded" | "disk_full" | "export_failed" | "failed" | "forbidden" | "front_matter" | "invalid_entry" | "invalid_request" | "kernels_unavailable" | "limit_exceeded" | "mailbox_full" | "model_error" | "not_connected" | "not_found" | "rate_limited" | "store_damaged" | "too_large" | "unauthorized" | "unavailable" | "unreachable" | "unsafe_pickle";
 
-export type HarnessKind = "note" | "memory" | "skill" | "spec";
+export type HarnessKind = "note" | "memory" | "skill" | "spec" | "example";
 
 export const HARNESS_KINDS: Readonly<Record<HarnessKind, { folder: string; title: string; plural: string; description: string }>> = {
   "note": {
@@ -355,6 +369,12 @@ export const HARNESS_KINDS: Readonly<Record<HarnessKind, { folder: string; title
     "title": "Sub-agent spec",
     "plural": "Sub-agent specs",
     "description": "a recipe for a child \u2014 instructions, `model`, `budget`, `max_turns` (`specs/<id>.md`; `rlm(prompt, spec=...)`)"
+  },
+  "example": {
+    "folder": "examples",
+    "title": "Worked example",
+    "plural": "Worked examples",
+    "description": "a verified task, the code that answered it and the outcome, learned from a session (`examples/<id>.md`); shown to similar later tasks, not to every session"
   }
 };
 
@@ -398,6 +418,8 @@ export interface Session {
   options: Record<string, unknown>;
   /** What a session works towards: in its model's context on every turn, kept through compactions and restarts (`goal.set/get/done/clear` in a REPL, /api/prime/sessions/{id}/goal). */
   goal?: Goal;
+  /** Whether a session's answer was verified right or wrong, by whom (`user`, `checker <name>`, `gate <test>`), and what the harness learned from it. */
+  verified?: Verification;
   has_answer: boolean;
   /** Whether its kernel is up (a person can attach a console). */
   kernel_alive: boolean;
@@ -424,7 +446,7 @@ export type TrajectoryEvent<K extends EventKind = EventKind> = {
 /** Pushed on jupyter_server's event bus for every trajectory event. */
 export interface SessionNotification {
   session_id: string;
-  kind: "task" | "state" | "model_call" | "assistant" | "cell" | "observation" | "answer" | "child" | "mail_in" | "mail_out" | "compaction" | "snapshot" | "restore" | "resume" | "kernel" | "refinement" | "goal" | "continuation" | "gate" | "schedule" | "gc" | "error";
+  kind: "task" | "state" | "model_call" | "assistant" | "cell" | "observation" | "answer" | "child" | "mail_in" | "mail_out" | "compaction" | "snapshot" | "restore" | "resume" | "kernel" | "refinement" | "verified" | "goal" | "continuation" | "gate" | "schedule" | "gc" | "error";
   state: "ADMITTED" | "RUNNING" | "IDLE" | "INACTIVE" | "DONE" | "FAILED" | "CANCELLED";
   seq: number;
   root_id?: string;
@@ -474,6 +496,22 @@ export interface Goal {
     ts: number;
     by: string;
   }>;
+}
+
+/** Whether a session's answer was verified right or wrong, by whom (`user`, `checker <name>`, `gate <test>`), and what the harness learned from it. */
+export interface Verification {
+  correct: boolean;
+  by: string;
+  ts: number;
+  note?: string;
+  /** The proposal (a refinement record) holding what was learned. */
+  learned?: {
+    refinement_id: string;
+    status: string;
+    entry?: string;
+  };
+  /** Why nothing was learned. */
+  refused?: string;
 }
 
 /** A timer or cron that delivers `message` to a session (as a message from "schedule"); each tick is claimed in the store before it is delivered. */
@@ -681,4 +719,12 @@ export interface KernelRefine {
 /** POST /api/prime/sessions/{id}/messages: a person's message (or `/refine [instructions]`). */
 export interface UserMessage {
   message: string;
+}
+
+/** POST /api/prime/sessions/{id}/verify (and /api/prime/kernel/sessions/{id}/verify from a notebook): a person marks a session's answer right or wrong. A right answer of a DONE session is distilled into a worked example, a wrong one into a caution; either goes through the review policy. */
+export interface VerifyRequest {
+  /** Whether the answer is right (default true). */
+  correct?: boolean;
+  /** Why, or what the right answer is; kept with the verification. */
+  note?: string;
 }

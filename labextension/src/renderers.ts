@@ -352,6 +352,36 @@ export const RENDERERS: EventRenderers = {
       ]
     })
   },
+  verified: {
+    summary: (d, trans) =>
+      d.correct ? trans.__('answer verified right by %1', d.by) : trans.__('answer verified wrong by %1', d.by),
+    render: ({ data: d }, { trans, openRefinement }) => {
+      const learned = d.learned;
+      return {
+        head: [
+          strong(d.correct ? trans.__('Verified right') : trans.__('Verified wrong')),
+          ' · ',
+          d.by === 'user' ? trans.__('by you') : trans.__('by %1', d.by),
+          ...(learned
+            ? [
+                ' · ',
+                trans.__('learned %1', learned.entry ?? ''),
+                ' (',
+                link(learned.refinement_id, trans.__('Show proposal %1 in the Harness view', learned.refinement_id), () =>
+                  openRefinement(learned.refinement_id)
+                ),
+                `, ${learned.status})`
+              ]
+            : [])
+        ],
+        body: [
+          d.note ? text('jp-PrimeEvent-note', d.note) : null,
+          d.refused ? text('jp-PrimeEvent-note', trans.__('Nothing learned: %1', d.refused)) : null
+        ],
+        classes: [d.correct ? 'jp-mod-right' : 'jp-mod-wrong']
+      };
+    }
+  },
   goal: {
     summary: (d, trans) =>
       ({

@@ -3,6 +3,7 @@
  * schedules (goalSection.ts), its trajectory (each event drawn by the renderer registry), and a
  * box to message the agent. It renders what its `SessionModel` holds and asks the model to act.
  */
+import { InputDialog } from '@jupyterlab/apputils';
 import type { IOutput } from '@jupyterlab/nbformat';
 import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
@@ -19,6 +20,7 @@ import { EventRendererRegistry, IRenderContext } from './renderers';
 import { SessionModel } from './sessionModel';
 import { isTerminal } from './states';
 import { IOutputLike, TracebackFolder } from './tracebacks';
+import { VerifySection } from './verify';
 
 export interface ISessionViewOptions {
   model: SessionModel;
@@ -61,6 +63,19 @@ export class SessionView extends Panel {
       openSession: options.openSession,
       report: (text, error) => this._setStatus(text, error)
     });
+    this._verify = new VerifySection({
+      model,
+      trans,
+      report: (text, error) => this._setStatus(text, error),
+      askNote: async () => {
+        const res = await InputDialog.getText({
+          title: trans.__('The answer is wrong'),
+          label: trans.__('What is wrong with it, or the right answer (optional): kept as the caution for similar tasks.'),
+          okLabel: trans.__('Mark wrong')
+        });
+        return res.button.accept ? res.value || '' : null;
+      }
+    });
     this._trajectory = new Panel();
     this._trajectory.addClass('jp-PrimeSession-trajectory');
     this._status = h('div', { className: 'jp-PrimeSession-status', role: 'status' });
@@ -85,6 +100,7 @@ export class SessionView extends Panel {
 
     this.addWidget(this._header);
     this.addWidget(this._control);
+    this.addWidget(this._verify);
     this.addWidget(this._trajectory);
     this.addWidget(new Widget({ node: this._status }));
     this.addWidget(composer);
@@ -164,6 +180,7 @@ export class SessionView extends Panel {
   private _onChanged(): void {
     this._renderHeader();
     this._control.render();
+    this._verify.render();
     const error = this.model.error;
     // A load error goes once a fetch succeeds; an action's error stays until the next action.
     if (error !== null) {
@@ -279,6 +296,7 @@ export class SessionView extends Panel {
   private _context: IRenderContext;
   private _header: Widget;
   private _control: GoalSection;
+  private _verify: VerifySection;
   private _trajectory: Panel;
   private _status: HTMLDivElement;
   /** Whether the status line shows that the session could not be loaded. */

@@ -9,7 +9,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { Coalescer } from './coalescer';
 import { sortSchedules } from './longrun';
-import type { CreateSchedule, Schedule, Session, SessionNotification, TrajectoryEvent } from './protocol';
+import type { CreateSchedule, Schedule, Session, SessionNotification, TrajectoryEvent, Verification } from './protocol';
 import { lastSeq } from './sessionIndex';
 import { isTerminal } from './states';
 import type { IPrimeAPI, IPrimeSessions, ISessionsChange } from './tokens';
@@ -85,6 +85,13 @@ export class SessionModel implements IDisposable {
   }
 
   /** Message the agent (as the user). */
+  /** Mark the answer right or wrong; the record (with what was learned) is fetched again. */
+  async verify(correct: boolean, note = ''): Promise<Verification> {
+    const v = await this._api.verify(this.id, note ? { correct, note } : { correct });
+    await this._sessions.fetch(this.id);
+    return v;
+  }
+
   async send(message: string): Promise<void> {
     await this._api.sendMessage(this.id, message);
   }

@@ -4,7 +4,19 @@
  */
 import { Signal } from '@lumino/signaling';
 
-import type { CreateSchedule, EventDataMap, EventKind, GoalChange, Schedule, Session, SessionNotification, TrajectoryEvent, Usage } from '../src/protocol';
+import type {
+  CreateSchedule,
+  EventDataMap,
+  EventKind,
+  GoalChange,
+  Schedule,
+  Session,
+  SessionNotification,
+  TrajectoryEvent,
+  Usage,
+  Verification,
+  VerifyRequest
+} from '../src/protocol';
 import type { IPrimeAPI, IPrimeSessions, ISessionsChange } from '../src/tokens';
 
 export function U(partial: Partial<Usage> = {}): Usage {
@@ -70,6 +82,8 @@ export class FakeDaemon {
   record: Session = S('sa');
   schedules: Schedule[] = [H('h1', { next: 20 }), H('h2', { next: 5 })];
   calls: string[] = [];
+  /** The message a verify is refused with (none: it succeeds). */
+  refuseVerify = '';
   changed = new Signal<IPrimeSessions, ISessionsChange>({} as IPrimeSessions);
   notified = new Signal<IPrimeSessions, SessionNotification>({} as IPrimeSessions);
 
@@ -113,6 +127,20 @@ export class FakeDaemon {
         this.calls.push(`goal ${id} ${change.text}`);
         this.record = { ...this.record, goal: { text: change.text!, status: 'active', set_by: 'user', set_at: 1, updated: 1 } };
         return this.record.goal;
+      },
+      verify: async (id: string, body: VerifyRequest): Promise<Verification> => {
+        this.calls.push(`verify ${id} ${JSON.stringify(body)}`);
+        if (this.refuseVerify) {
+          throw new Error(this.refuseVerify);
+        }
+        const verified: Verification = {
+          correct: body.correct ?? true,
+          by: 'user',
+          ts: 1,
+          learned: { refinement_id: 'r1', status: 'pending', entry: 'example/x' }
+        };
+        this.record = { ...this.record, verified };
+        return verified;
       },
       clearGoal: async (id: string) => {
         this.calls.push(`clear ${id}`);

@@ -213,6 +213,21 @@ describe('each renderer', () => {
     expect(summary('refinement', { refinement_id: 'r42', status: 'proposed' })).toBe('harness refinement r42: proposed');
   });
 
+  it('verified: the verdict, by whom, what was learned (its proposal linked) or why not', () => {
+    const opened: string[] = [];
+    const learned = { refinement_id: 'r7', status: 'applied', entry: 'example/sum-square' };
+    const right = render('verified', { correct: true, by: 'user', learned }, opened);
+    expect(right.classList).toContain('jp-mod-right');
+    expect(head(right)).toBe('Verified right · by you · learned example/sum-square (r7, applied)');
+    (right.querySelector('a') as HTMLAnchorElement).click();
+    expect(opened).toEqual(['refinement r7']);
+    const wrong = render('verified', { correct: false, by: 'checker bench', note: 'off by one', refused: 'no code' });
+    expect(wrong.classList).toContain('jp-mod-wrong');
+    expect(head(wrong)).toBe('Verified wrong · by checker bench');
+    expect([...wrong.querySelectorAll('.jp-PrimeEvent-note')].map(n => n.textContent)).toEqual(['off by one', 'Nothing learned: no code']);
+    expect(summary('verified', { correct: false, by: 'gate `pytest`' })).toBe('answer verified wrong by gate `pytest`');
+  });
+
   it('goal: set, progress, done and cleared, by whom (another session linked)', () => {
     const opened: string[] = [];
     const set = render('goal', { event: 'set', text: 'Pass the tests', by: 'user' });

@@ -1,7 +1,9 @@
-"""`prime-agent harness ...`, `prime-agent refine` and `prime-agent refinements`.
+"""`prime-agent harness ...`, `prime-agent refine`, `prime-agent refinements` and
+`prime-agent verify`.
 
 These work offline on the harness files and their history under --root (no server needed); a
-running server sees the same files and notices every change on its next read.
+running server sees the same files and notices every change on its next read. `verify` changes
+a session's record, so it asks the daemon that serves the root, if one does.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .common import CLIError, dump_json, fmt_time, print_table, resolved_root
 
 if TYPE_CHECKING:  # imported where used: --help needs none of them
+    from ..daemon.daemon import Daemon
     from ..harness.harness import Harness
 
 
@@ -87,6 +91,16 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_refine)
+
+    p = sub.add_parser(
+        "verify",
+        help="mark a session's answer right (or --wrong); the harness learns from it",
+    )
+    p.add_argument("id", help="the session")
+    p.add_argument("--wrong", action="store_true", help="the answer is wrong")
+    p.add_argument("--note", default="", help="why, or what the right answer is")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("refinements", help="list, review and roll back refinements")
     p.add_argument(
@@ -336,26 +350,63 @@ def print_refinement(r: dict[str, Any]) -> None:
         )
 
 
-def cmd_refine(args: argparse.Namespace) -> int:
-    """Unlike the others, this needs the daemon: the sessions in its store are the evidence,
-    and its model router asks the model."""
+def _with_daemon(args: argparse.Namespace, action: Callable[[Daemon], int]) -> int:
+    """Run `action(daemon)` on a daemon of the root's store, not started (no server, no
+    kernels): for what needs its store (the sessions are the evidence) or its model router."""
     from ..daemon.daemon import Daemon
     from ..protocol.errors import PrimeError
 
     daemon = Daemon(root_dir=str(resolved_root(args.root)))
-    h = daemon.harness
     try:
+        daemon.open()
+        return action(daemon)
+    except PrimeError as e:
+        raise CLIError(e.message, exit_code=1) from None
+    finally:
+        daemon.harness.close()
+        asyncio.run(daemon.store.close())
+
+
+def cmd_refine(args: argparse.Namespace) -> int:
+    from .follow import StatusLine
+
+    def action(daemon: Daemon) -> int:
+        h = daemon.harness
         if args.model:
             h.refine_model = args.model
-        daemon.open()  # the evidence: the sessions in the store
-        record = asyncio.run(
-            daemon.refiner.refine(
-                instructions=" ".join(args.instructions) or None,
-                author="user",
-                trigger="prime-agent refine",
-                session_id=args.session,
-            )
-        )
+        model = h.refine_model or daemon.resolve_model(None)
+        status = StatusLine(sys.stderr) if sys.stderr.isatty() else None
+        if status is None:
+            print(f"refining with {model} (at most {h.refine_timeout:g} s)…", file=sys.stderr)
+
+        async def tick() -> None:
+            # The model reads the prompt first (silent), then writes its reply (streamed).
+            since = time.monotonic()
+            while status is not None:
+                running = daemon.refiner.progress()
+                doing = (
+                    f"{running[0]['chars']} characters of reply"
+                    if running and running[0]["phase"] == "writing"
+                    else "reading the evidence"
+                )
+                status.draw(f"refining with {model}: {doing}", since)
+                await asyncio.sleep(0.25)
+
+        async def refine() -> dict[str, Any]:
+            ticker = asyncio.ensure_future(tick())
+            try:
+                return await daemon.refiner.refine(
+                    instructions=" ".join(args.instructions) or None,
+                    author="user",
+                    trigger="prime-agent refine",
+                    session_id=args.session,
+                )
+            finally:
+                ticker.cancel()
+                if status is not None:
+                    status.clear()
+
+        record = asyncio.run(refine())
         if args.json:
             print(dump_json(record))
         else:
@@ -363,11 +414,58 @@ def cmd_refine(args: argparse.Namespace) -> int:
             if record["status"] == "proposed":
                 print(f"review: prime-agent refinements approve {record['id']} [EDIT ...]")
         return 1 if record["status"] in ("invalid", "failed") else 0
-    except PrimeError as e:
-        raise CLIError(e.message, exit_code=1) from None
-    finally:
-        h.close()
-        asyncio.run(daemon.store.close())
+
+    return _with_daemon(args, action)
+
+
+def print_verification(session_id: str, v: dict[str, Any]) -> None:
+    verdict = "right" if v["correct"] else "wrong"
+    print(f"verified {session_id} {verdict} (by {v['by']})")
+    learned = v.get("learned")
+    if learned:
+        rid, state = learned["refinement_id"], learned["status"]
+        what = "worked example" if v["correct"] else "caution"
+        if state == "applied":
+            print(
+                f"learned: {what} {learned['entry']} (proposal {rid}, applied by the review policy)"
+            )
+        else:
+            print(
+                f"learned: {what} {learned['entry']}, proposed in {rid}: it waits for review "
+                f"(prime-agent refinements approve {rid})"
+            )
+    elif v.get("refused"):
+        print(f"nothing learned: {v['refused']}")
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .remote import call, find_server
+
+    body: dict[str, Any] = {"correct": not args.wrong}
+    if args.note:
+        body["note"] = args.note
+    verification: dict[str, Any] = {}
+    info = find_server(args.root)
+    if info is not None:
+        verification.update(call(info, "POST", f"sessions/{args.id}/verify", body))
+    else:  # no daemon holds the store: verify (and learn) here
+
+        def action(daemon: Daemon) -> int:
+            verification.update(
+                asyncio.run(
+                    daemon.learner.verify(
+                        args.id, correct=body["correct"], by="user", note=args.note
+                    )
+                )
+            )
+            return 0
+
+        _with_daemon(args, action)
+    if args.json:
+        print(dump_json(verification))
+    else:
+        print_verification(args.id, verification)
+    return 0
 
 
 def cmd_refinements(args: argparse.Namespace) -> int:

@@ -132,6 +132,22 @@ def _refinement(d: dict[str, Any], limit: int) -> list[str]:
     return [f"harness refined: refinement {d.get('refinement_id')} ({d.get('status')})"]
 
 
+def _verified(d: dict[str, Any], limit: int) -> list[str]:
+    verdict = "right" if d.get("correct") else "wrong"
+    note = f" ({clip(str(d['note']), limit)})" if d.get("note") else ""
+    line = f"answer verified {verdict} by {d.get('by')}{note}"
+    learned = d.get("learned")
+    if learned:
+        return [
+            line,
+            f"learned {learned.get('entry')} ({learned.get('status')}, proposal "
+            f"{learned.get('refinement_id')})",
+        ]
+    if d.get("refused"):
+        return [line, f"nothing learned: {clip(str(d['refused']), limit)}"]
+    return [line]
+
+
 def _goal(d: dict[str, Any], limit: int) -> list[str]:
     what = {"set": "goal set", "progress": "goal progress", "done": "goal done"}.get(
         d.get("event", ""), "goal cleared"
@@ -190,6 +206,7 @@ RENDERERS: dict[EventKind, Renderer] = {
     EventKind.RESUME: _resume,
     EventKind.KERNEL: _kernel,
     EventKind.REFINEMENT: _refinement,
+    EventKind.VERIFIED: _verified,
     EventKind.GOAL: _goal,
     EventKind.CONTINUATION: _continuation,
     EventKind.GATE: _gate,

@@ -7,7 +7,7 @@ the collaborators and hands each the narrow pieces it needs:
 - `EventLog` (events.py): trajectory events, scrubbed of secrets, pushed to listeners;
 - `Lifecycle` (lifecycle.py): every state change and its effects;
 - `Accounting` (accounting.py): usage and budgets;
-- `Scheduler`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Recovery`;
+- `Scheduler`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Learner`, `Recovery`;
 - long-horizon control: `Goals`, `Schedules` (heartbeats), `Autonomy` (gates and
   continuations), `Collector` (spilling REPL values);
 - the agent loop (loop.py), which sees the daemon only as a `LoopHost`.
@@ -34,6 +34,7 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import Bool, Float, Instance, Int, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
+from ..harness.examples import Example
 from ..harness.harness import Harness
 from ..models import local
 from ..models.prompts import PYTHON_TOOL
@@ -65,6 +66,7 @@ from .gateway import GatewayLauncher
 from .goals import Goals
 from .kernels import CellResult, KernelPool, KernelRunner
 from .launcher import KernelLauncher, LocalLauncher
+from .learning import Learner
 from .lifecycle import Lifecycle
 from .listing import Listing
 from .loop import AgentLoop, TurnLimitReached
@@ -360,6 +362,15 @@ class Daemon(LoggingConfigurable):
         # The harness's files and history are a store too: the same door.
         self.harness.scrub = self.scrub
         self.refiner = Refiner(self)
+        self.learner = Learner(
+            registry=self.registry,
+            store=self.store,
+            events=self.event_log,
+            harness=self.harness,
+            max_turns=lambda: self.max_turns,
+            scrub=self.scrub,
+            spawn=self.spawn,
+        )
         self.recovery = Recovery(self)
         self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
         self.launcher: KernelLauncher | None = None
@@ -386,6 +397,7 @@ class Daemon(LoggingConfigurable):
         lc.on(TERMINAL, self._ended)
         lc.on(TERMINAL, self.schedules.session_ended)
         lc.on(SessionState.FAILED, self.refiner.session_failed)
+        lc.on(SessionState.DONE, self.learner.session_done)
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -968,6 +980,10 @@ class Daemon(LoggingConfigurable):
     def context_notes(self, live: LiveSession) -> str:
         """Extra system-prompt text for a session: harness notes, memories, skills."""
         return self.harness.context(live.record.to_row())
+
+    def recall(self, live: LiveSession) -> list[Example]:
+        """Worked examples and cautions learned from verified sessions like this one."""
+        return self.learner.recall(live.record)
 
     async def before_turn(self, live: LiveSession) -> None:
         notes, live.notes = live.notes, []

@@ -73,8 +73,10 @@ class Listing:
         out = record.to_row()
         for private in _PRIVATE:
             out.pop(private)
-        if out.get("goal") is None:  # the field is there only while the session has a goal
-            out.pop("goal", None)
+        # These fields are there only while they hold something.
+        for optional in ("goal", "verified"):
+            if out.get(optional) is None:
+                out.pop(optional, None)
         if brief:
             out["prompt"] = _cut(record.prompt, BRIEF_CHARS)
             out["name"] = _cut(record.name, self.name_chars())

@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any, Protocol, TypeVar
 
+from ..harness.examples import Example
 from ..models.profiles import profile_for
 from ..models.router import Completion
 from ..protocol.errors import ModelError
@@ -53,6 +54,9 @@ class LoopHost(Protocol):
     def supports_tools(self, model: str) -> bool: ...
 
     def context_notes(self, live: LiveSession) -> str: ...
+
+    def recall(self, live: LiveSession) -> list[Example]:
+        """Worked examples and cautions learned from verified sessions with similar tasks."""
 
     async def before_turn(self, live: LiveSession) -> None:
         """Show the model what happened since its last turn, check limits, compact."""
@@ -91,11 +95,39 @@ class AgentLoop:
         record = self.live.record
         profile = self.profile
         extra = self.host.context_notes(self.live)
-        has_context = bool(record.context_type)
+        recalled = self.host.recall(self.live)
+        worked = [e for e in recalled if e.right]
+        notes = []
+        if cautions := [e.caution() for e in recalled if not e.right]:
+            notes.append("Cautions, from answers verified wrong:\n" + "\n".join(cautions))
+        examples: list[dict[str, Any]] = []
+        if self.tools and worked:
+            notes.append(
+                "Worked examples, from sessions whose answers were verified right:\n\n"
+                + "\n\n".join(e.text() for e in worked)
+            )
+        elif not self.tools:
+            # A learned example takes the place of the farthest of the profile's own (the
+            # nearest come last), so the prompt does not grow: every token of it is read.
+            examples = profile.examples(record.prompt, bool(record.context_type))[2 * len(worked) :]
+            for e in worked:
+                examples += [
+                    {
+                        "role": "user",
+                        "name": "example",
+                        "content": profile.task(e.task, e.context_type, 0, ""),
+                    },
+                    {
+                        "role": "assistant",
+                        "name": "example",
+                        "content": f"```python\n{e.code}\n```",
+                    },
+                ]
+        extra = "\n\n".join(part for part in (extra, *notes) if part)
         self.live.conversation.replace(
             [
                 {"role": "system", "content": profile.system(self.tools, extra)},
-                *([] if self.tools else profile.examples(record.prompt, has_context)),
+                *examples,
                 {
                     "role": "user",
                     "content": profile.task(

@@ -45,6 +45,8 @@ class SessionRecord:
     usage: dict[str, Any] = field(default_factory=dict)
     # What the session works towards (see daemon/goals.py); None: no goal.
     goal: dict[str, Any] | None = None
+    # Whether its answer was verified right or wrong, and what was learned (daemon/learning.py).
+    verified: dict[str, Any] | None = None
     # Where updates go (the store); None for a record read outside a daemon.
     sink: Sink | None = field(default=None, repr=False, compare=False)
 

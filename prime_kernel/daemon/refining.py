@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..harness import refine as rules
@@ -29,11 +30,18 @@ class Refiner:
         self._turns = 0
         self._last_auto = 0.0
         self._auto: asyncio.Task[Any] | None = None
+        # The refinements under way: how long each has run and how much reply it has.
+        self.running: list[dict[str, Any]] = []
 
-    async def evidence(self, session_id: str | None = None, limit: int = 8) -> list[dict[str, Any]]:
-        """What the recent sessions (or one session and its subtree) did, failed at and cost."""
+    async def evidence(
+        self, session_id: str | None = None, limit: int = 8, session_ids: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """What the recent sessions (or one session and its subtree, or the sessions named)
+        did, failed at and cost."""
         registry = self.daemon.registry
-        if session_id:
+        if session_ids:
+            records = [registry.get(i) for i in session_ids][:limit]
+        elif session_id:
             records = [registry.get(session_id), *registry.descendants(session_id)][:limit]
         else:
             records = [r for r in registry.select() if r.is_agent][:limit]
@@ -50,18 +58,46 @@ class Refiner:
         author: str = "user",
         trigger: str = "manual",
         session_id: str | None = None,
+        session_ids: list[str] | None = None,
         caller: LiveSession | None = None,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
-        """One refinement: its record (the model call counts against `caller`, if any)."""
+        """One refinement: its record (the model call counts against `caller`, if any).
+
+        The reply is streamed: `running` (and `on_progress`, as it grows) shows how far it got.
+        """
         daemon = self.daemon
         harness = daemon.harness
         model = harness.refine_model or daemon.resolve_model(None)
+        progress: dict[str, Any] = {
+            "model": model,
+            "trigger": trigger,
+            "started": time.time(),
+            "seconds": 0.0,
+            "chars": 0,
+            "phase": "reading",  # the prompt; "writing" once the reply starts
+        }
+
+        def on_text(piece: str) -> None:
+            progress.update(
+                chars=progress["chars"] + len(piece),
+                seconds=round(time.time() - progress["started"], 1),
+                phase="writing",
+            )
+            if on_progress is not None:
+                on_progress(progress)
 
         async def complete(
-            model: str, messages: list[dict[str, Any]]
+            model: str, messages: list[dict[str, Any]], response_format: dict[str, Any] | None
         ) -> tuple[str, dict[str, Any]]:
             daemon.router.validate(model)
-            completion = await daemon.router.complete(model, messages, **daemon.model_kwargs)
+            kwargs: dict[str, Any] = {
+                **daemon.model_kwargs,
+                "max_tokens": harness.refine_reply_tokens,
+            }
+            if response_format is not None:
+                kwargs["response_format"] = response_format
+            completion = await daemon.router.stream(model, messages, on_text, **kwargs)
             if caller is not None:
                 daemon.accounting.add_completion(caller.record, completion.usage, completion.cost)
             return str(completion.message.get("content") or ""), {
@@ -69,16 +105,39 @@ class Refiner:
                 "cost": completion.cost,
             }
 
-        return await rules.refine(
-            harness,
-            complete,
-            evidence=await self.evidence(session_id, harness.evidence_sessions),
-            model=model,
-            max_turns=daemon.max_turns,
-            instructions=instructions,
-            author=author,
-            trigger=trigger,
-        )
+        evidence = await self.evidence(session_id, harness.evidence_sessions, session_ids)
+        router = daemon.router
+        window = router.context_window(model)
+
+        def fits(messages: list[dict[str, Any]]) -> bool:
+            # litellm's count is an estimate where it lacks the model's tokenizer (the embedded
+            # models' llama.cpp counted 17% more on code): a quarter more, to be safe.
+            tokens = router.count_tokens(model, messages) * 1.25
+            if window is not None and tokens + harness.refine_reply_tokens > window:
+                return False
+            return tokens <= harness.refine_prompt_tokens
+
+        self.running.append(progress)
+        try:
+            return await rules.refine(
+                harness,
+                complete,
+                evidence=evidence,
+                model=model,
+                max_turns=daemon.max_turns,
+                constrained=router.supports_response_schema(model),
+                fits=fits,
+                instructions=instructions,
+                author=author,
+                trigger=trigger,
+            )
+        finally:
+            self.running.remove(progress)
+
+    def progress(self) -> list[dict[str, Any]]:
+        """The refinements under way, each with the seconds it has run."""
+        now = time.time()
+        return [{**p, "seconds": round(now - p["started"], 1)} for p in self.running]
 
     async def command(self, session_id: str, message: Any) -> dict[str, Any] | None:
         """Run `/refine [instructions]` sent to a session, with it (and its children) as the
@@ -173,6 +232,11 @@ def _evidence(rec: SessionRecord, events: list[dict[str, Any]]) -> dict[str, Any
         "state": rec.state.value,
         "error": rec.error,
         "answer": _clip(rec.answer_repr or "", 300) or None,
+        "verified": (
+            {k: rec.verified[k] for k in ("correct", "by", "note") if k in rec.verified}
+            if rec.verified
+            else None
+        ),
         "turns": turns,
         "errors": errors[-8:],
         "usage": {k: usage.get(k) for k in ("total_tokens", "cost", "model_calls", "cells")},

@@ -501,6 +501,23 @@ class _Story:
         )
         return [_note(cid, "refinement", text)]
 
+    def verified(self, cid: str, data: dict[str, Any]) -> Cells:
+        by = str(data.get("by") or "")
+        who = "a person" if by == "user" else f"`{by}`"
+        verdict = "right" if data.get("correct") else "wrong"
+        text = f"**Answer verified {verdict}** by {who}."
+        if data.get("note"):
+            text += f" {_text(data['note'])}"
+        learned = data.get("learned")
+        if learned:
+            text += (
+                f"\n\nThe harness learned `{learned.get('entry')}` "
+                f"({learned.get('status')}, proposal `{learned.get('refinement_id')}`)."
+            )
+        elif data.get("refused"):
+            text += f"\n\nNothing was learned: {_text(data['refused'])}"
+        return [_note(cid, "verified", text)]
+
     def error(self, cid: str, data: dict[str, Any]) -> Cells:
         return [_note(cid, "error", f"**Error:** {_text(data.get('message', ''))}")]
 
@@ -595,6 +612,7 @@ RENDERERS: dict[EventKind, Any] = {
     EventKind.RESUME: _Story.resume,
     EventKind.KERNEL: _Story.kernel,
     EventKind.REFINEMENT: _Story.refinement,
+    EventKind.VERIFIED: _Story.verified,
     EventKind.GOAL: _Story.goal,
     EventKind.CONTINUATION: _Story.continuation,
     EventKind.GATE: _Story.gate,

@@ -2,7 +2,8 @@
 
 Order of priority when the budget is tight: the spec the session runs under, prompt notes (in
 full), the index of skills and specs (one line each), then memories ranked by how many words
-they share with the session's task (ties: in id order). What does not fit is
+they share with the session's task (ties: in id order). Worked examples are not listed: the
+loop shows the few recalled for the task (`Harness.recall`). What does not fit is
 counted, so the agent knows to look with `harness.*.list()`.
 """
 
@@ -46,6 +47,8 @@ class _Budget:
 def build_context(harness: Harness, record: dict[str, Any]) -> str:
     options = record.get("options") or {}
     entries, _ = harness.list()
+    # Worked examples are recalled for similar tasks only (harness.recall), never listed here.
+    entries = [e for e in entries if e.kind != "example"]
     by_kind: dict[str, list[Entry]] = {k: [] for k in KINDS}
     for e in entries:
         by_kind[e.kind].append(e)

@@ -5,6 +5,8 @@
 - skill  `skills/<id>/SKILL.md` Agent Skills format (`name`, `description`, then instructions),
                                  plus optional files; `entrypoint: module:function` is a callable
 - spec   `specs/<id>.md`        a recipe for a child: instructions, `model`, `budget`, `max_turns`
+- example `examples/<id>.md`    a verified task and the code that answered it (`task`, `outcome`),
+                                 recalled for similar tasks (see `examples`)
 
 An entry is parsed from its raw files and rendered back to them; versions store the raw files,
 so a rollback restores exactly what was there, broken front matter included.
@@ -21,6 +23,7 @@ import yaml
 from ..protocol.errors import FrontMatterError, InvalidEntry
 from ..protocol.harness import ALIASES
 from ..protocol.harness import KINDS as SPECS
+from . import examples
 
 KINDS = tuple(k.value for k in SPECS)
 # Folder of each kind under a harness root; also accepted in URLs and the REPL.
@@ -212,6 +215,8 @@ def validate(entry: Entry, *, max_chars: int) -> None:
         entrypoint_of(entry)
     if entry.kind == "spec":
         spec_options(entry)
+    if entry.kind == "example":
+        examples.check(entry.metadata, entry.content)
 
 
 def entrypoint_of(entry: Entry) -> tuple[str, str] | None:

@@ -17,6 +17,7 @@ from traitlets.config import LoggingConfigurable
 
 from ..protocol.errors import Conflict, NotFound, PrimeError
 from . import entries as E
+from . import examples
 from .files import SCOPES, HarnessFiles, digest
 from .versions import VersionStore, diff
 
@@ -38,8 +39,33 @@ class Harness(LoggingConfigurable):
         ["auto", "review"],
         "review",
         config=True,
-        help="auto: refinement edits apply at once; review: they wait for a person. "
-        "Edits flagged as risky always wait.",
+        help="Changes not made by a person — a refinement's edits, what is learned from a "
+        "verified session, an agent's writes from its kernel — are proposals: auto applies "
+        "them at once; review holds them until a person approves. Flagged edits always wait.",
+    )
+    learn = Bool(
+        True,
+        config=True,
+        help="Distil a session whose answer is verified (by a person, a checker or an "
+        "autonomous gate) into a worked example (right) or a caution (wrong), proposed under "
+        "the review policy. No model call.",
+    )
+    examples_shown = Int(
+        1, min=0, config=True, help="Worked examples recalled into a session's prompt."
+    )
+    cautions_shown = Int(
+        1, min=0, config=True, help="Cautions (verified wrong answers) recalled into a prompt."
+    )
+    example_min_coverage = Float(
+        0.5,
+        min=0.0,
+        max=1.0,
+        config=True,
+        help="Share of a task's term weight (BM25 IDF) an example's task must match to be "
+        "recalled for it.",
+    )
+    max_example_chars = Int(
+        1500, config=True, help="Longest code a learned worked example may have."
     )
     auto_refine_every = Int(
         0, config=True, help="Refine automatically after this many model turns (0 = never)."
@@ -52,6 +78,20 @@ class Harness(LoggingConfigurable):
         "", config=True, help="Model for refinement (default: the daemon's default model)."
     )
     evidence_sessions = Int(8, config=True, help="Recent sessions a refinement reads as evidence.")
+    refine_timeout = Float(
+        120.0,
+        config=True,
+        help="Seconds a refinement's model call may take; then it is stopped and the "
+        "refinement fails, changing nothing (0: Daemon.model_timeout only).",
+    )
+    refine_reply_tokens = Int(1200, config=True, help="Most tokens a refinement's reply may have.")
+    refine_prompt_tokens = Int(
+        4000,
+        config=True,
+        help="Most tokens of a refinement's prompt (also bounded by the model's window): the "
+        "evidence of the sessions furthest down the list is left out first. On a CPU every "
+        "prompt token is read before the reply starts.",
+    )
 
     @default("global_dir")
     def _default_global_dir(self) -> str:
@@ -69,6 +109,7 @@ class Harness(LoggingConfigurable):
         # history, refinements, and the text added to prompts (a file edited by hand is the
         # person's own, but what goes from it into a prompt or the history is scrubbed).
         self.scrub: Callable[[Any], Any] = lambda value: value
+        self._indexed: set[str] = set()  # scopes whose example index was checked
 
     def close(self) -> None:
         for store in self._versions.values():
@@ -106,6 +147,7 @@ class Harness(LoggingConfigurable):
                 digest=now,
                 reason="the file was changed outside Prime",
             )
+            self._reindex(scope, kind, entry_id, current, row["version"])
             return current, row["version"]
 
     def _scopes_with(self, kind: str) -> list[str]:
@@ -189,7 +231,7 @@ class Harness(LoggingConfigurable):
             self.files.write(scope, kind, entry_id, new)
             if op is None:
                 op = "delete" if new is None else ("create" if current is None else "update")
-            return store.append(
+            row = store.append(
                 kind,
                 entry_id,
                 op=op,
@@ -201,6 +243,8 @@ class Harness(LoggingConfigurable):
                 evidence=evidence,
                 refinement_id=refinement_id,
             )
+            self._reindex(scope, kind, entry_id, new, row["version"])
+            return row
 
     def create(
         self,
@@ -434,6 +478,68 @@ class Harness(LoggingConfigurable):
         from .context import build_context
 
         return str(self.scrub(build_context(self, record)))
+
+    # -- worked examples (see harness.examples) ------------------------------------------------
+    def _reindex(
+        self, scope: str, kind: str, entry_id: str, files: E.Files | None, version: int
+    ) -> None:
+        if kind != "example":
+            return
+        outcome: str | None = None
+        terms: builtins.list[str] = []
+        if files is not None:
+            try:
+                entry = E.parse(kind, entry_id, files, scope=scope)
+                example = examples.from_entry(entry)
+            except E.InvalidEntry:
+                pass  # a broken file is not recalled until it is fixed
+            else:
+                if example.outcome in examples.OUTCOMES and example.code:
+                    outcome, terms = example.outcome, examples.terms(example.task)
+        self.versions(scope).index_example(entry_id, version, outcome, terms)
+
+    def _index(self, scope: str) -> builtins.list[examples.Indexed]:
+        """The scope's indexed examples; the first time, any missing from the index are added
+        (a store from before the index, entries copied in by hand)."""
+        store = self.versions(scope)
+        if scope not in self._indexed:
+            self._indexed.add(scope)
+            known = {row[0]: row[1] for row in store.indexed_examples()}
+            ids = set(self.files.ids(scope, "example")) | {
+                i for k, i in store.entry_keys() if k == "example"
+            }
+            for entry_id in sorted(ids):
+                files, version = self._sync(scope, "example", entry_id)
+                if known.get(entry_id) != version:
+                    self._reindex(scope, "example", entry_id, files, version)
+        return [
+            examples.Indexed(entry_id, scope, outcome, terms)
+            for entry_id, _, outcome, terms in store.indexed_examples()
+        ]
+
+    def recall(self, task: str) -> builtins.list[examples.Example]:
+        """The worked examples (`examples_shown`) and cautions (`cautions_shown`) for a task,
+        the most relevant first; a project example hides a global one of the same id."""
+        want = {"right": self.examples_shown, "wrong": self.cautions_shown}
+        if not task or not any(want.values()):
+            return []
+        docs: dict[str, examples.Indexed] = {}
+        for scope in self._scopes_with("example"):
+            for doc in self._index(scope):
+                docs.setdefault(doc.id, doc)
+        out = []
+        for score, doc in examples.rank(
+            task, docs.values(), min_coverage=self.example_min_coverage
+        ):
+            if want.get(doc.outcome, 0) <= 0:
+                continue
+            try:
+                entry = self.get("example", doc.id, doc.scope)
+            except (NotFound, E.InvalidEntry):
+                continue  # changed meanwhile; the next read reindexes it
+            out.append(examples.from_entry(entry, score))
+            want[doc.outcome] -= 1
+        return out
 
 
 def _int(value: Any, name: str) -> int:

@@ -198,6 +198,8 @@ def export(harness: Harness, dest: str | Path) -> dict[str, Any]:
                 rel if name in (E.SKILL_FILE, "entry.md") else f"{rel.rsplit('/', 1)[0]}/{name}"
             )
             atomic_write(target, text.encode("utf-8"))
+        if e.kind not in _TO_PRIME:
+            continue  # Prime Agent has no worked examples: their files are the export
         record: dict[str, Any] = {
             "title": e.title,
             "content": e.content,

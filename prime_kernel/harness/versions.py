@@ -59,6 +59,12 @@ CREATE TABLE IF NOT EXISTS refinements (
     usage TEXT NOT NULL DEFAULT '{}',
     rolled_back TEXT
 );
+CREATE TABLE IF NOT EXISTS example_terms (
+    entry_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    terms TEXT NOT NULL
+);
 """
 
 _REFINEMENT_JSON = ("evidence", "edits", "usage", "rolled_back")
@@ -181,6 +187,29 @@ class VersionStore:
         out = self.get(kind, entry_id, version)
         assert out is not None
         return out
+
+    # -- the index of worked examples (see harness.examples) ---------------------------------
+    def index_example(
+        self, entry_id: str, version: int, outcome: str | None, terms: list[str]
+    ) -> None:
+        """Index an example's task terms (`outcome` None: it is gone or broken: unindexed)."""
+        with self.transaction():
+            if outcome is None:
+                self._db.execute("DELETE FROM example_terms WHERE entry_id = ?", (entry_id,))
+                return
+            self._db.execute(
+                "INSERT OR REPLACE INTO example_terms (entry_id, version, outcome, terms) "
+                "VALUES (?, ?, ?, ?)",
+                (entry_id, version, outcome, json.dumps(terms)),
+            )
+
+    def indexed_examples(self) -> list[tuple[str, int, str, list[str]]]:
+        """(id, version, outcome, terms) of every indexed example."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT entry_id, version, outcome, terms FROM example_terms ORDER BY entry_id"
+            ).fetchall()
+        return [(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
 
     # -- refinements ------------------------------------------------------------------------
     def put_refinement(self, record: dict[str, Any]) -> None:

@@ -1,8 +1,12 @@
-"""The harness from a REPL: `harness.notes|memory|skills|specs`, `skill(name)`, `refine()`.
+"""The harness from a REPL: `harness.notes|memory|skills|specs|examples`, `skill(name)`,
+`refine()`.
 
 Stdlib only. Every call goes to the daemon, which records the calling session as the author of a
-change. An `update` or `delete` carries the version this REPL last saw of the entry, so an edit
-made meanwhile by someone else is refused (Conflict) instead of being overwritten.
+change. In an agent's REPL a change is a proposal under the review policy: with `review` it
+waits for a person and the call returns a `Proposal` (the entry is unchanged until approved);
+with `auto` it is made at once and the call returns the entry. An `update` or `delete` carries
+the version this REPL last saw of the entry, so an edit made meanwhile by someone else is
+refused (Conflict) instead of being overwritten.
 """
 
 from __future__ import annotations
@@ -46,6 +50,23 @@ def _q(entry_id: str) -> str:
     return urllib.parse.quote(entry_id, safe="")
 
 
+class Proposal(dict[str, Any]):
+    """A change that waits for a person's review (the review policy): nothing changed yet."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        return f"<proposed {self['op']} of {self['kind']} {self['id']!r}: {self['message']}>"
+
+
+def _entry_or_proposal(data: dict[str, Any]) -> Entry | Proposal:
+    return Proposal(data) if data.get("proposed") else Entry(data)
+
+
 class Kind:
     """The entries of one kind. `create`/`update` take the fields to set."""
 
@@ -57,9 +78,10 @@ class Kind:
         calls = "list() get(id) create(id, content, ...) update(id, ...) delete(id) history(id)"
         return f"<harness.{self.kind}: {calls}>"
 
-    def _remember(self, data: dict[str, Any]) -> Entry:
-        entry = Entry(data)
-        self._seen[entry["id"]] = entry["version"]
+    def _remember(self, data: dict[str, Any]) -> Entry | Proposal:
+        entry = _entry_or_proposal(data)
+        if isinstance(entry, Entry):
+            self._seen[entry["id"]] = entry["version"]
         return entry
 
     def list(self) -> list[Entry]:
@@ -67,7 +89,9 @@ class Kind:
         return [Entry(e) for e in data["entries"]]
 
     def get(self, id: str) -> Entry:
-        return self._remember(_client().request("GET", f"harness/{self.kind}/{_q(id)}"))
+        entry = Entry(_client().request("GET", f"harness/{self.kind}/{_q(id)}"))
+        self._seen[entry["id"]] = entry["version"]
+        return entry
 
     def create(
         self,
@@ -80,7 +104,7 @@ class Kind:
         scope: str = "project",
         reason: str = "",
         evidence: builtins.list[Any] | None = None,
-    ) -> Entry:
+    ) -> Entry | Proposal:
         body = {
             "id": id,
             "content": content,
@@ -104,7 +128,7 @@ class Kind:
         base_version: int | None = None,
         reason: str = "",
         evidence: builtins.list[Any] | None = None,
-    ) -> Entry:
+    ) -> Entry | Proposal:
         """Change the given fields. Refused if the entry changed since this REPL last saw it
         (or since `base_version`)."""
         body = {
@@ -127,24 +151,29 @@ class Kind:
             f"harness/{self.kind}/{_q(id)}",
             query={"base_version": base, "reason": reason},
         )
-        self._seen.pop(id, None)
-        return dict(out)
+        if not out.get("proposed"):
+            self._seen.pop(id, None)
+        return _entry_or_proposal(out) if out.get("proposed") else dict(out)
 
     def history(self, id: str) -> builtins.list[dict[str, Any]]:
         return list(_client().request("GET", f"harness/{self.kind}/{_q(id)}/history")["versions"])
 
 
 class HarnessClient:
-    """`harness.notes`, `harness.memory`, `harness.skills`, `harness.specs`."""
+    """`harness.notes`, `.memory`, `.skills`, `.specs`, `.examples` (learned, read-only for
+    agents)."""
 
     def __init__(self) -> None:
         self.notes = Kind("notes")
         self.memory = Kind("memory")
         self.skills = Kind("skills")
         self.specs = Kind("specs")
+        self.examples = Kind("examples")
 
     def __repr__(self) -> str:
-        return "<harness: .notes .memory .skills .specs; skill(name); refine(instructions)>"
+        return (
+            "<harness: .notes .memory .skills .specs .examples; skill(name); refine(instructions)>"
+        )
 
     def list(self) -> list[Entry]:
         return [Entry(e) for e in _client().request("GET", "harness")["entries"]]

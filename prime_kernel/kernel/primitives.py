@@ -128,6 +128,20 @@ class Handle:
         self.refresh()
         return dict(out)
 
+    def verify(self, correct: bool = True, *, note: str = "") -> dict[str, Any]:
+        """Mark this session's answer right (or `correct=False`: wrong), from a notebook.
+
+        The harness learns from it: a right answer becomes a worked example for similar later
+        tasks, a wrong one a caution (both under the review policy). Only a person verifies: an
+        agent's kernel is refused.
+        """
+        body: dict[str, Any] = {"correct": bool(correct)}
+        if note:
+            body["note"] = note
+        out = client().request("POST", f"sessions/{self.session_id}/verify", body)
+        self.refresh()
+        return dict(out)
+
     def _settled(self, record: dict[str, Any]) -> bool:
         return record.get("state") in TERMINAL or (
             record.get("state") == SessionState.IDLE.value and bool(record.get("has_answer"))

@@ -69,6 +69,10 @@ _FORWARDED = (
     "presence_penalty",
     "frequency_penalty",
     "response_format",
+    # llama.cpp's own: False re-reads the whole prompt instead of reusing the cached prefix,
+    # whose logits may differ in the last bits (another batch size): needed to reproduce a
+    # run exactly (bench/bench_learning.py).
+    "cache_prompt",
 )
 
 Chunk = dict[str, Any]

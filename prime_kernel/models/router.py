@@ -12,6 +12,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,37 +202,69 @@ class ModelRouter:
                 self.timeout,
             )
         except asyncio.TimeoutError:
-            raise ModelError(
-                f"the model {model!r} did not answer within {self.timeout:g} s "
-                "(c.Daemon.model_timeout)",
-                model=model,
-            ) from None
+            raise self._late(model) from None
         except Exception as e:
             raise ModelError(f"model call to {model!r} failed: {e}", model=model) from e
-        duration = time.monotonic() - start
-        choice = response.choices[0]
-        msg = choice.message
-        message: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
-        calls = getattr(msg, "tool_calls", None) or []
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.function.name, "arguments": c.function.arguments},
-                }
-                for c in calls
-            ]
-        usage = _usage(response)
-        # litellm has already priced the response; price it again only if it did not.
-        cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-        if cost is None:
-            try:
-                cost = litellm.completion_cost(completion_response=response)
-            except Exception:  # models litellm cannot price (unregistered local ones)
-                cost = 0.0
-        cost = float(cost or 0.0)
-        return Completion(message, choice.finish_reason, usage, cost, duration)
+        return _completion(litellm, response, time.monotonic() - start)
+
+    async def stream(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        on_text: Callable[[str], None],
+        **kwargs: Any,
+    ) -> Completion:
+        """A completion (text only, no tools) streamed: `on_text(piece)` as the reply grows,
+        then the same Completion `complete` returns, priced the same way."""
+        litellm = self.litellm
+        start = time.monotonic()
+
+        async def read() -> Any:
+            response = await litellm.acompletion(
+                model=model,
+                messages=messages,
+                stream=True,
+                stream_options={"include_usage": True},
+                **kwargs,
+            )
+            chunks = []
+            async for chunk in response:
+                chunks.append(chunk)
+                piece = chunk.choices[0].delta.content if chunk.choices else None
+                if piece:
+                    on_text(piece)
+            return litellm.stream_chunk_builder(chunks, messages=messages)
+
+        try:
+            response = await asyncio.wait_for(read(), self.timeout)
+        except asyncio.TimeoutError:
+            raise self._late(model) from None
+        except Exception as e:
+            raise ModelError(f"model call to {model!r} failed: {e}", model=model) from e
+        if response is None:
+            raise ModelError(f"model call to {model!r} returned nothing", model=model)
+        return _completion(litellm, response, time.monotonic() - start)
+
+    def _late(self, model: str) -> ModelError:
+        return ModelError(
+            f"the model {model!r} did not answer within {self.timeout:g} s "
+            "(c.Daemon.model_timeout)",
+            model=model,
+        )
+
+    def supports_response_schema(self, model: str) -> bool:
+        """Whether `response_format={"type": "json_schema", ...}` constrains the model's
+        decoding: llama.cpp's grammars do (the embedded models), and so do hosted models that
+        litellm says take a schema."""
+        provider = self.provider(model)
+        if provider == "local":
+            return True
+        if provider in CUSTOM_PROVIDERS:
+            return False
+        try:
+            return bool(self.litellm.supports_response_schema(model=model))
+        except Exception:
+            return False
 
     async def text(self, model: str, prompt: str, **kwargs: Any) -> Completion:
         return await self.complete(model, [{"role": "user", "content": prompt}], **kwargs)
@@ -275,6 +308,32 @@ def _from_json(
         except Exception:  # a model litellm cannot price, as on its own path
             cost = 0.0
     return Completion(message, choice.get("finish_reason"), usage, cost, duration)
+
+
+def _completion(litellm: Any, response: Any, duration: float) -> Completion:
+    """A Completion from a litellm ModelResponse, priced (once) as litellm prices it."""
+    choice = response.choices[0]
+    msg = choice.message
+    message: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
+    calls = getattr(msg, "tool_calls", None) or []
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.function.name, "arguments": c.function.arguments},
+            }
+            for c in calls
+        ]
+    usage = _usage(response)
+    # litellm has already priced the response; price it again only if it did not.
+    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    if cost is None:
+        try:
+            cost = litellm.completion_cost(completion_response=response)
+        except Exception:  # models litellm cannot price (unregistered local ones)
+            cost = 0.0
+    return Completion(message, choice.finish_reason, usage, float(cost or 0.0), duration)
 
 
 def _usage(response: Any) -> dict[str, float]:

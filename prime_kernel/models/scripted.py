@@ -14,6 +14,8 @@ returning one) with any of:
   the estimate (about four characters per token);
 - ``sleep``: seconds to wait before answering (to exercise cancellation and timeouts).
 
+Streamed calls (`stream=True`) get the text of the turn in a few pieces, then the usage.
+
 Scripts come from `register_script()` in-process, or from a JSON file named by the
 `PRIME_SCRIPTS` environment variable (``{"name": {"turns": [...], "tools": true}}``) so a
 server started in another process replays the same scripts.
@@ -27,7 +29,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,4 +225,40 @@ def make_handler() -> Any:
                 await asyncio.sleep(float(turn["sleep"]))
             return _build_response(f"{PROVIDER}/{name}", turn, messages)
 
+        async def astreaming(  # type: ignore[override]  # litellm spells out its arguments
+            self, model: str, messages: list, *args: Any, **kwargs: Any
+        ) -> AsyncIterator[dict[str, Any]]:
+            # Text only (`stream=True` calls ask for no tools), in a few pieces.
+            name = model.split("/", 1)[-1]
+            turn = play(name, messages)
+            if turn.get("sleep"):
+                await asyncio.sleep(float(turn["sleep"]))
+            response = _build_response(f"{PROVIDER}/{name}", turn, messages)
+            text = response.choices[0].message.content or ""
+            step = max(1, len(text) // 4)
+            for i in range(0, len(text), step):
+                yield _chunk(text[i : i + step])
+            usage = response.usage
+            yield _chunk(
+                "",
+                finished=True,
+                usage={
+                    "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens,
+                    "total_tokens": usage.total_tokens,
+                },
+            )
+
     return ScriptedLLM()
+
+
+def _chunk(text: str, *, finished: bool = False, usage: Any = None) -> dict[str, Any]:
+    """A litellm GenericStreamingChunk."""
+    return {
+        "text": text,
+        "tool_use": None,
+        "is_finished": finished,
+        "finish_reason": "stop" if finished else "",
+        "usage": usage,
+        "index": 0,
+    }

@@ -33,6 +33,7 @@ class EventKind(str, Enum):
     RESUME = "resume"
     KERNEL = "kernel"
     REFINEMENT = "refinement"
+    VERIFIED = "verified"
     GOAL = "goal"
     CONTINUATION = "continuation"
     GATE = "gate"
@@ -238,6 +239,25 @@ EVENTS: dict[EventKind, EventSpec] = {
             "Refinement",
             "The harness was refined from this session's evidence.",
             _obj(["refinement_id", "status"], refinement_id=_S, status=_S),
+        ),
+        EventSpec(
+            EventKind.VERIFIED,
+            "Verified",
+            "The session's answer was verified right or wrong — by a person, a checker or an "
+            "autonomous gate — and what the harness learned from it (`learned`: the proposal "
+            "holding the worked example or caution, or `refused`: why nothing was learned).",
+            _obj(
+                ["correct", "by"],
+                correct=_B,
+                by=_S,
+                note=_S,
+                learned={
+                    "type": "object",
+                    "required": ["refinement_id", "status"],
+                    "properties": {"refinement_id": _S, "status": _S, "entry": _S},
+                },
+                refused=_S,
+            ),
         ),
         EventSpec(
             EventKind.GOAL,

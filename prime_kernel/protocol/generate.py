@@ -46,6 +46,7 @@ NAMED = (
     records.CANCELLED,
     records.EXPORTED,
     records.GOAL,
+    records.VERIFICATION,
     records.SCHEDULE,
     records.SCHEDULE_LIST,
 )

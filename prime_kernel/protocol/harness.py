@@ -11,6 +11,7 @@ class HarnessKind(str, Enum):
     MEMORY = "memory"
     SKILL = "skill"
     SPEC = "spec"
+    EXAMPLE = "example"
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,14 @@ KINDS: dict[HarnessKind, KindSpec] = {
             "a recipe for a child — instructions, `model`, `budget`, `max_turns` "
             "(`specs/<id>.md`; `rlm(prompt, spec=...)`)",
             "Sub-agent specs",
+        ),
+        KindSpec(
+            HarnessKind.EXAMPLE,
+            "examples",
+            "Worked example",
+            "a verified task, the code that answered it and the outcome, learned from a session "
+            "(`examples/<id>.md`); shown to similar later tasks, not to every session",
+            "Worked examples",
         ),
     ]
 }

@@ -111,6 +111,27 @@ SCHEDULE: dict[str, Any] = {
     },
 }
 
+VERIFICATION: dict[str, Any] = {
+    "title": "Verification",
+    "description": "Whether a session's answer was verified right or wrong, by whom (`user`, "
+    "`checker <name>`, `gate <test>`), and what the harness learned from it.",
+    "type": "object",
+    "required": ["correct", "by", "ts"],
+    "properties": {
+        "correct": {"type": "boolean"},
+        "by": _S,
+        "ts": {"type": "number"},
+        "note": _S,
+        "learned": {
+            "type": "object",
+            "description": "The proposal (a refinement record) holding what was learned.",
+            "required": ["refinement_id", "status"],
+            "properties": {"refinement_id": _S, "status": _S, "entry": _S},
+        },
+        "refused": {"type": "string", "description": "Why nothing was learned."},
+    },
+}
+
 SESSION: dict[str, Any] = {
     "title": "Session",
     "description": "A session's record, as every GET of the API returns it.",
@@ -160,6 +181,8 @@ SESSION: dict[str, Any] = {
         },
         # Present only while the session has a goal.
         "goal": GOAL,
+        # Present once its answer was verified.
+        "verified": VERIFICATION,
         "has_answer": {"type": "boolean"},
         "kernel_alive": {
             "type": "boolean",

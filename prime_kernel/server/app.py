@@ -24,6 +24,7 @@ from . import (
     goals,
     harness,
     kernel_manager,
+    learning,
     messages,
     schedules,
     sessions,
@@ -127,7 +128,17 @@ class PrimeApp(ExtensionApp):
         self.daemon = None
 
     def initialize_handlers(self) -> None:
-        for module in (sessions, messages, harness, exports, status, goals, schedules, collector):
+        for module in (
+            sessions,
+            messages,
+            harness,
+            learning,
+            exports,
+            status,
+            goals,
+            schedules,
+            collector,
+        ):
             self.handlers.extend(module.HANDLERS)
         self.handlers.append((rf"{API}/.*", NoRouteHandler))
 

@@ -1,9 +1,13 @@
 """The Continual Harness over REST: people under /api/prime/harness (jupyter_server auth),
 kernels under /api/prime/kernel/harness (their session's token).
 
-Both share the request parsing; only the author of a change differs: "user" for a person, the
-calling session for a kernel (resolved from its token, never from the body). Paths a request
-names (import, export) must lie under the server root, outside the daemon's store.
+Both share the request parsing. A person's change is made at once, by "user" (or, from a
+notebook's kernel, by the notebook's session). An agent's change from its kernel is a proposal
+under the review policy (`harness.refine.propose`), authored by the calling session (resolved
+from its token, never from the body): under `review` it waits for a person (202, with the
+proposal's id) and reaches no session before; under `auto` it is made at once (201 / 200, the
+entry). Paths a request names (import, export) must lie under the server root, outside the
+daemon's store.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ..export import target_parts, under_root
+from ..harness import entries as E
 from ..harness import interop, refine
 from ..harness.harness import Harness
 from ..protocol.errors import PrimeError
 from ..protocol.harness import ALIASES
+from ..protocol.states import SessionKind
 from ..protocol.wire import API, KERNEL_API
 from ..util.beneath import Beneath, copy_tree_into, explain
 from .base import KernelHandler, PrimeHandler, UserHandler
@@ -174,7 +180,12 @@ class RefineHandler(HarnessHandler):
 class RefinementsHandler(HarnessHandler):
     async def get(self) -> None:
         limit = self.query_int("limit", default=50, low=1) or 50
-        self.write_json({"refinements": self.harness.versions().refinements(limit)})
+        self.write_json(
+            {
+                "refinements": self.harness.versions().refinements(limit),
+                "running": self.daemon.refiner.progress(),
+            }
+        )
 
 
 class RefinementHandler(HarnessHandler):
@@ -243,7 +254,62 @@ class ExportHandler(HarnessHandler):
         self.write_json(out)
 
 
-# -- kernels --------------------------------------------------------------------------------
+# -- kernels ----------------------------------------------------------------------------------
+def kernel_write(
+    handler: KernelHandler, op: str, kind: str, entry_id: Any, body: dict[str, Any]
+) -> tuple[dict[str, Any], int]:
+    """A change from a kernel: (what to reply, its status). A notebook's kernel is a person's
+    REPL, whose change is made at once; an agent's goes through the review policy."""
+    daemon = handler.daemon
+    caller = handler.caller
+    harness = daemon.harness
+    if caller.record.kind == SessionKind.NOTEBOOK:
+        version = base_version(body.pop("base_version", None))
+        if op == "create":
+            entry = harness.create(kind, entry_id, author=caller.id, **body)
+            return entry_json(harness, entry.kind, entry.id), 201
+        if op == "update":
+            entry = harness.update(kind, entry_id, base_version=version, author=caller.id, **body)
+            return entry_json(harness, entry.kind, entry.id), 200
+        reason = body.get("reason") or ""
+        out = harness.delete(kind, entry_id, base_version=version, author=caller.id, reason=reason)
+        return out, 200
+    kind = E.kind_of(kind)
+    edit: dict[str, Any] = {"op": op, "kind": kind, "id": entry_id, **body}
+    if op != "create":
+        edit["base_version"] = base_version(body.get("base_version"))
+        if edit["base_version"] is None:
+            del edit["base_version"]
+    edit["reason"] = body.get("reason") or f"written by session {caller.id}"
+    edit["evidence"] = body.get("evidence") or [{"session_id": caller.id}]
+    record = refine.propose(
+        daemon.harness,
+        [edit],
+        author=caller.id,
+        trigger=f"harness.{kind} {op} from session {caller.id}",
+        summary=f"{op} {kind} {entry_id!r} (from session {caller.id})",
+        max_turns=daemon.max_turns,
+        evidence=[caller.id],
+        strict=True,
+    )
+    done = record["edits"][0]
+    if done["status"] == "applied":
+        if op == "delete":
+            return {"kind": kind, "id": entry_id, "deleted": True}, 200
+        return entry_json(daemon.harness, kind, entry_id), 201 if op == "create" else 200
+    return {
+        "proposed": True,
+        "refinement_id": record["id"],
+        "op": op,
+        "kind": kind,
+        "id": entry_id,
+        "status": done["status"],
+        "note": done.get("note") or "",
+        "message": f"proposed: {op} {kind} {entry_id!r} waits for a person's review "
+        f"(review policy; `prime-agent refinements approve {record['id']}`)",
+    }, 202
+
+
 class KernelIndexHandler(_Harness, KernelHandler):
     async def get(self) -> None:
         self.write_json(listing(self.harness, self.get_argument("kind", None)))
@@ -251,9 +317,9 @@ class KernelIndexHandler(_Harness, KernelHandler):
 
 class KernelKindHandler(_Harness, KernelHandler):
     async def post(self, kind: str) -> None:
-        caller = self.caller
         body = self.body()
-        self.write_json(create(self.harness, body, caller.id, kind), status=201)
+        args = write_args(body, extra={"id"})
+        self.write_json(*kernel_write(self, "create", kind, body.get("id"), args))
 
 
 class KernelEntryHandler(_Harness, KernelHandler):
@@ -261,21 +327,19 @@ class KernelEntryHandler(_Harness, KernelHandler):
         self.write_json(entry_json(self.harness, kind, entry_id))
 
     async def put(self, kind: str, entry_id: str) -> None:
-        caller = self.caller
-        self.write_json(update(self.harness, kind, entry_id, self.body(), caller.id))
+        body = self.body()
+        args = write_args(body, extra={"base_version"})
+        args["base_version"] = body.get("base_version")
+        self.harness.find(kind, entry_id)  # a clear NotFound now, not a failed proposal
+        self.write_json(*kernel_write(self, "update", kind, entry_id, args))
 
     async def delete(self, kind: str, entry_id: str) -> None:
-        caller = self.caller
-        base = base_version(self.get_argument("base_version", None))
-        self.write_json(
-            self.harness.delete(
-                kind,
-                entry_id,
-                base_version=base,
-                author=caller.id,
-                reason=self.get_argument("reason", ""),
-            )
-        )
+        self.harness.find(kind, entry_id)  # a clear NotFound now, not a failed proposal
+        body = {
+            "base_version": self.get_argument("base_version", None),
+            "reason": self.get_argument("reason", ""),
+        }
+        self.write_json(*kernel_write(self, "delete", kind, entry_id, body))
 
 
 class KernelHistoryHandler(_Harness, KernelHandler):

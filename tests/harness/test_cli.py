@@ -108,8 +108,10 @@ def test_cli_refine_and_review(root: Path, script, capsys: pytest.CaptureFixture
         "recent sessions (they wait here for review)\n"
     )
     assert run(root, "refine", "--model", model, "shorter", "answers") == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "proposed" in out and "[0] pending  create note be-brief" in out
+    # Not a terminal: the progress is one line saying what runs and for how long at most.
+    assert err == f"refining with {model} (at most 120 s)…\n"
     rid = out.split()[1]
     assert run(root, "refinements") == 0
     header, row, hint = capsys.readouterr().out.splitlines()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.harness import refine
+from prime_kernel.models import local
 from tests.conftest import post_message, wait_for
 
 
@@ -289,3 +293,131 @@ async def test_automatic_refinement_after_a_failure_respects_the_cool_down(daemo
     assert record["author"] == "auto" and record["evidence"][0] == sid
     await failed_session(daemon, script)  # within the cool-down: no second refinement
     assert len(h.versions().refinements()) == 1
+
+
+def test_every_string_and_array_of_the_reply_is_bounded():
+    """Under a grammar the bounds end the reply: nothing in it may grow without limit."""
+    unbounded: list[str] = []
+
+    def walk(schema: dict[str, Any], path: str) -> None:
+        kinds = schema.get("type")
+        kinds = kinds if isinstance(kinds, list) else [kinds]
+        if "string" in kinds and "maxLength" not in schema:
+            unbounded.append(path)
+        if "array" in kinds:
+            if "maxItems" not in schema:
+                unbounded.append(path)
+            walk(schema["items"], path + "[]")
+        if "object" in kinds:
+            for name, sub in (schema.get("properties") or {}).items():
+                walk(sub, f"{path}.{name}")
+            extra = schema.get("additionalProperties")
+            if isinstance(extra, dict):
+                if "maxProperties" not in schema:
+                    unbounded.append(path + ".*")
+                walk(extra, path + ".*")
+
+    walk(refine.REPLY_SCHEMA, "$")
+    assert unbounded == []
+    # Under a grammar the longest reply fits the reply's token budget: the grammar ends it.
+    for tokens in (300, 1200, 8000):
+        tight = refine.response_format(tokens)["json_schema"]["schema"]
+        walk(tight, "$")
+        assert unbounded == [] and "*" not in json.dumps(tight)
+        assert refine._longest(tight) <= tokens * refine.CHARS_PER_TOKEN or tokens == 300
+        most = {
+            "summary": "s" * tight["properties"]["summary"]["maxLength"],
+            "rationale": "",
+            "expected_outcome": "",
+            "edits": [{"op": "create", "kind": "note", "id": "x" * 8, "reason": "r" * 8}]
+            * tight["properties"]["edits"]["maxItems"],
+        }
+        refine.parse_reply(json.dumps(most))  # what the grammar allows, the validator takes
+
+
+async def test_a_slow_refinement_shows_progress_and_stops_at_its_time_limit(
+    daemon: Daemon, script, jp_fetch
+):
+    h = daemon.harness
+    root = h.files.root("project")
+    before = tree(root)
+    h.refine_timeout = 1.5
+    h.refine_model = script(
+        [
+            {
+                "sleep": 30,
+                **reply({"op": "create", "kind": "note", "id": "n", "content": "x", "reason": "r"}),
+            }
+        ]
+    )
+    request = asyncio.ensure_future(daemon.refiner.refine())
+
+    async def running() -> list[dict[str, Any]]:
+        body = json.loads((await jp_fetch("api", "prime", "harness", "refinements")).body)
+        return list(body["running"])
+
+    await wait_for(running, timeout=10)
+    [progress] = await running()
+    assert progress["model"] == h.refine_model and progress["phase"] == "reading"
+    record = await request
+    assert record["status"] == "failed" and "within 1.5 s" in record["error"]
+    assert "refine_timeout" in record["error"]
+    assert tree(root) == before
+    assert await running() == []
+
+
+async def test_the_reply_is_streamed_and_constrained_where_the_backend_can(daemon: Daemon, script):
+    router = daemon.router
+    assert router.supports_response_schema("local/smollm2")
+    assert not router.supports_response_schema("scripted/echo")
+    h = daemon.harness
+    h.refine_model = script([reply()])
+    seen: list[dict[str, Any]] = []
+    record = await daemon.refiner.refine(on_progress=lambda p: seen.append(dict(p)))
+    assert record["status"] == "empty"
+    assert seen and seen[-1]["phase"] == "writing" and seen[-1]["chars"] == len(record["reply"])
+    assert record["usage"]["completion_tokens"] > 0
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(not local.available(), reason="the embedded model is not installed")
+def test_the_embedded_model_replies_with_valid_json(tmp_path: Path):
+    """Constrained decoding (llama.cpp's json_schema) makes even SmolLM2-135M's reply parse."""
+    daemon = Daemon(root_dir=str(tmp_path))
+    daemon.harness.refine_model = local.MODEL
+    try:
+        daemon.open()
+        record = asyncio.run(daemon.refiner.refine(instructions="Keep answers short."))
+    finally:
+        daemon.harness.close()
+        asyncio.run(daemon.store.close())
+    assert record["status"] not in ("invalid", "failed"), record.get("error")
+    assert refine.parse_reply(record["reply"])["summary"]
+
+
+async def test_the_prompt_leaves_the_reply_room_in_the_models_window(daemon: Daemon, script):
+    from prime_kernel.models import scripted
+
+    sids = []
+    for i in range(4):
+        noisy = script([{"code": f"x = 'line {i} ' * 400\nprint(x)\n1/0"}])
+        rec = await daemon.create_session(
+            f"noisy task {i} " + "padding " * 300, model=noisy, max_turns=1
+        )
+        await daemon.wait(rec["id"], 60)
+        sids.append(rec["id"])
+    seen: list[list[dict[str, Any]]] = []
+
+    def play(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append(messages)
+        return reply()
+
+    daemon.harness.refine_model = scripted.register_script(
+        "small_window", [play], context_window=3000
+    )
+    record = await daemon.refiner.refine(session_ids=sids)
+    assert record["status"] == "empty"
+    assert 0 < len(record["evidence"]) < len(sids)  # what the model was shown, no more
+    assert record["evidence"] == sids[: len(record["evidence"])]
+    prompt = seen[0][1]["content"]
+    assert all(sid in prompt for sid in record["evidence"]) and sids[-1] not in prompt

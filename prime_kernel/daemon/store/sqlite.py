@@ -35,7 +35,7 @@ from .base import Reader, Store
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # The schema of a new store. Older stores are brought here by MIGRATIONS.
 SCHEMA = """
@@ -138,9 +138,12 @@ MIGRATIONS: dict[int, str] = {
     3: """
     ALTER TABLE kernels ADD COLUMN gateway TEXT;
     """,
+    4: """
+    ALTER TABLE sessions ADD COLUMN verified TEXT;
+    """,
 }
 
-JSON_COLUMNS = frozenset({"budget", "options", "usage", "goal", "pending"})
+JSON_COLUMNS = frozenset({"budget", "options", "usage", "goal", "pending", "verified"})
 _READ_COLUMN = {"model": "shown_ts", "recv": "read_ts"}
 # Most operations folded into one transaction.
 _GROUP = 1000

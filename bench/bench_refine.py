@@ -1,0 +1,112 @@
+"""Refinement on an embedded model: is the reply valid JSON, and how long does it take?
+
+    python bench/bench_refine.py [--model M] [--tries 20] [--root DIR]
+
+Starts a real server headless in DIR (a fresh folder by default). If no sessions are there yet,
+runs the training variants of learning_tasks.py once (24 tasks), each verified by the checker,
+as the evidence. Then asks for `--tries` refinements, each from a different slice of that
+evidence with different instructions (the model's seed is fixed, so the same prompt would only
+repeat the same reply), under the review policy `review`, so nothing is applied. Counts the
+replies that parse and match the schema, and the seconds of each (the limit is
+`c.Harness.refine_timeout`, 120 s). Prints, last:
+
+    refinement: valid JSON in V/N, seconds median S, max X (model M)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_learning import CHECKER, run_task
+from learning_tasks import FAMILIES, split
+
+from prime_kernel.cli.run import make_server
+
+INSTRUCTIONS = [
+    "Improve the harness from the evidence.",
+    "What should agents remember about tasks like these?",
+    "Propose one note that would have prevented the wrong answers.",
+]
+
+
+async def evidence(daemon: Any, model: str) -> list[str]:
+    """The agent sessions in the store, made first if there are none (checked and verified)."""
+    ids = [r.id for r in daemon.registry if r.is_agent and r.verified]
+    if ids:
+        return ids
+    for family in FAMILIES:
+        for task in split(family)[0]:
+            row = await run_task(daemon, task, model)
+            ids.append(row["id"])
+            if row["state"] == "DONE":
+                await daemon.learner.verify(row["id"], correct=row["ok"], by=CHECKER)
+            print(f"  evidence {family:<14} {'✓' if row['ok'] else '✗'} {row['seconds']:5.1f}s")
+    return ids
+
+
+async def bench(app: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    await app._post_start()
+    daemon = app.web_app.settings["prime_daemon"]
+    daemon.harness.review_policy = "review"
+    daemon.harness.learn = False  # the evidence's verdicts are kept, nothing learned from them
+    daemon.harness.refine_model = args.model
+    ids = await evidence(daemon, args.model)
+    rows = []
+    for i in range(args.tries):
+        size = 2 + i % 3
+        start = (i * 3) % max(1, len(ids) - size)
+        start_time = time.perf_counter()
+        record = await daemon.refiner.refine(
+            instructions=INSTRUCTIONS[i % len(INSTRUCTIONS)],
+            author="bench_refine",
+            trigger=f"bench_refine try {i + 1}",
+            session_ids=ids[start : start + size],
+        )
+        seconds = time.perf_counter() - start_time
+        valid = record["status"] not in ("invalid", "failed")
+        rows.append({"status": record["status"], "valid": valid, "seconds": seconds})
+        error = f" — {record.get('error')}" if record.get("error") else ""
+        print(
+            f"  try {i + 1:>2}: {record['status']:<9} {seconds:5.1f}s "
+            f"{len(record.get('reply') or ''):>5} characters{error}",
+            flush=True,
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="local/smollm2")
+    parser.add_argument("--tries", type=int, default=20)
+    parser.add_argument("--root", help="a folder with sessions to use as evidence (kept)")
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    print(f"{args.model} on {os.cpu_count()} CPUs, load average {load_before:.2f}\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(args.root or tmp).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        app = make_server(root, ["--Daemon.keep_root_kernel=0"])
+        try:
+            rows = app.io_loop.run_sync(lambda: bench(app, args))
+        finally:
+            app.io_loop.run_sync(app._cleanup)
+    seconds = [r["seconds"] for r in rows]
+    valid = sum(r["valid"] for r in rows)
+    print(f"\nload average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
+    print(
+        f"refinement: valid JSON in {valid}/{len(rows)}, seconds median "
+        f"{statistics.median(seconds):.1f}, max {max(seconds):.1f} (model {args.model})"
+    )
+
+
+if __name__ == "__main__":
+    main()

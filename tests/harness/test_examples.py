@@ -1,0 +1,186 @@
+"""Distilling a verified trajectory into a worked example, and recalling examples (no server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prime_kernel.harness import examples
+from prime_kernel.harness.harness import Harness
+from prime_kernel.harness.learning import Cell, NotLearned, distill
+from prime_kernel.protocol.errors import InvalidEntry
+
+SQUARES = "What is the sum of the squares of 1..100?"
+
+
+def learn(task: str, cells: list[tuple[str, str, str]], answer: str, **kw: object) -> dict:
+    return distill(
+        task,
+        [Cell(code, status, out) for code, status, out in cells],
+        answer_repr=answer,
+        correct=bool(kw.pop("correct", True)),
+        session_id="s-1",
+        verified_by="checker test",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def code(edit: dict) -> str:
+    return examples.code_of(edit["content"])
+
+
+def test_dead_ends_are_cut_and_what_the_answer_needs_is_kept():
+    edit = learn(
+        SQUARES,
+        [
+            ("import csv, math, re, statistics", "ok", ""),
+            ("print(context[:10])", "ok", "[1, 2]"),
+            ("total = sum(i ** 2 for i in rnge(101))", "error", "NameError"),
+            ("%timeit 1", "ok", ""),
+            (
+                "total = 0\nfor i in range(1, 101):\n    total += i * i\nprint(total)",
+                "ok",
+                "338350",
+            ),
+            ("unused = 5\nanswer(total)", "ok", ""),
+        ],
+        "338350",
+    )
+    assert code(edit) == "total = 0\nfor i in range(1, 101):\n    total += i * i\nanswer(total)"
+    assert edit["op"] == "create" and edit["kind"] == "example"
+    meta = edit["metadata"]
+    assert meta["task"] == SQUARES and meta["outcome"] == "right" and meta["answer"] == "338350"
+    assert meta["learned_from"] == "session s-1" and meta["verified_by"] == "checker test"
+    assert edit["reason"] == "learned from session s-1, verified right by checker test"
+
+
+def test_imports_keep_only_the_names_used():
+    edit = learn(
+        "What is the median of context?",
+        [
+            ("import csv, math, re, statistics", "ok", ""),
+            ("answer(statistics.median(context))", "ok", ""),
+        ],
+        "4.5",
+    )
+    assert code(edit) == "import statistics\nanswer(statistics.median(context))"
+
+
+def test_a_literal_answer_is_generalised_from_the_cell_that_printed_it():
+    edit = learn(
+        SQUARES,
+        [
+            ("print(sum(i * i for i in range(1, 101)))", "ok", "338350\n"),
+            ("answer(338350)", "ok", ""),
+        ],
+        "338350",
+    )
+    assert code(edit) == "answer(sum((i * i for i in range(1, 101))))"
+    assert "generalised" in edit["metadata"]
+
+
+@pytest.mark.parametrize(
+    "cells, why",
+    [
+        ([("answer(338350)", "ok", "")], "literal (338350)"),
+        ([("x = 338350", "ok", ""), ("answer(x)", "ok", "")], "literal (338350)"),
+        ([("answer(int('338350'))", "ok", "")], "writes the answer in as a literal"),
+        (
+            [("import json\nanswer(json.load(open('expected.json'))['q'])", "ok", "")],
+            "reads the verifier",
+        ),
+        ([("answer(open('.prime/prime.sqlite3').read()[:6])", "ok", "")], "reads the verifier"),
+        ([("n = mystery(3)", "error", ""), ("answer(n * 2)", "ok", "")], "does not stand alone"),
+        ([("print(338350)", "ok", "338350")], "no cell"),
+    ],
+)
+def test_no_learning_to_cheat(cells: list[tuple[str, str, str]], why: str):
+    with pytest.raises(NotLearned, match=why.replace("(", r"\(").replace(")", r"\)")):
+        learn(SQUARES, cells, "338350")
+
+
+def test_a_wrong_answer_becomes_a_caution():
+    edit = learn(
+        SQUARES, [("answer(sum(range(101)))", "ok", "")], "5050", correct=False, note="squares!"
+    )
+    assert edit["id"].endswith("-wrong") and edit["metadata"]["outcome"] == "wrong"
+    assert edit["metadata"]["note"] == "squares!"
+    assert "Verified wrong" in edit["content"] and code(edit) == "answer(sum(range(101)))"
+
+
+def test_the_example_size_is_bounded():
+    long = "x = 1\n" + "x += 1\n" * 400 + "answer(x)"
+    with pytest.raises(NotLearned, match="max_example_chars"):
+        learn("count up", [(long, "ok", "")], "401")
+
+
+# -- recall ---------------------------------------------------------------------------------
+@pytest.fixture
+def harness(tmp_path: Path):
+    h = Harness(project_dir=str(tmp_path / "project"), global_dir=str(tmp_path / "global"))
+    yield h
+    h.close()
+
+
+def example(h: Harness, entry_id: str, task: str, body: str, outcome: str = "right") -> None:
+    h.create(
+        "example",
+        entry_id,
+        title=task,
+        content=f"```python\n{body}\n```\n",
+        metadata={"task": task, "outcome": outcome, "answer": "1"},
+    )
+
+
+def test_recall_ranks_by_bm25_and_needs_coverage(harness: Harness):
+    example(harness, "days", "How many days are there between 2024-03-01 and 2024-07-15?", "a")
+    example(harness, "vowels", "How many vowels are in 'open source'?", "b")
+    example(
+        harness,
+        "days-wrong",
+        "How many days are there between 2023-01-01 and 2023-02-01?",
+        "c",
+        "wrong",
+    )
+    got = harness.recall("How many days are there between 2022-05-10 and 2022-09-02?")
+    assert [(e.id, e.outcome) for e in got] == [("days", "right"), ("days-wrong", "wrong")]
+    assert got[0].code == "a" and got[0].score > 0
+    # Nothing like it: nothing recalled (not the least unlike).
+    assert harness.recall("Sort [3, 1, 2] in decreasing order.") == []
+    harness.examples_shown = harness.cautions_shown = 0
+    assert harness.recall("How many days are there between 2022-05-10 and 2022-09-02?") == []
+
+
+def test_recall_follows_edits_by_hand_and_rollback(harness: Harness):
+    example(harness, "days", "How many days are there between two dates?", "a")
+    task = "How many days are between these two dates?"
+    assert [e.code for e in harness.recall(task)] == ["a"]
+    path = harness.files.location("project", "example", "days")
+    path.write_text(path.read_text().replace("two dates", "two weeks").replace("\na\n", "\nb\n"))
+    harness.list()  # what every session start does: notices the hand edit
+    assert [e.code for e in harness.recall("How many days are there between two weeks?")] == ["b"]
+    harness.rollback("example", "days", 1)
+    assert [e.code for e in harness.recall(task)] == ["a"]
+    harness.delete("example", "days")
+    assert harness.recall(task) == []
+
+
+def test_an_index_from_before_is_rebuilt(harness: Harness, tmp_path: Path):
+    example(harness, "days", "How many days are there between two dates?", "a")
+    harness.versions().index_example("days", 1, None, [])  # as if indexed by nothing
+    fresh = Harness(project_dir=str(tmp_path / "project"), global_dir=str(tmp_path / "global"))
+    try:
+        assert [e.id for e in fresh.recall("days between two dates")] == ["days"]
+    finally:
+        fresh.close()
+
+
+def test_a_broken_example_is_refused_and_not_recalled(harness: Harness):
+    with pytest.raises(InvalidEntry, match="outcome"):
+        harness.create("example", "x", content="```python\nanswer(1)\n```", metadata={"task": "t"})
+    example(harness, "days", "How many days are there between two dates?", "a")
+    path = harness.files.location("project", "example", "days")
+    path.write_text(path.read_text().replace("outcome: right", "outcome: maybe"))
+    harness.list()
+    assert harness.recall("days between two dates") == []
