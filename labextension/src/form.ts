@@ -7,10 +7,10 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
-import { IAutonomousInput, IBudgetInput, parseAutonomous, parseBudget } from './budget';
+import { IAutonomousInput, parseAutonomous, parseBudget } from './budget';
 import { h } from './dom';
 import type { CreateSession, Session } from './protocol';
-import type { IPrimeSessions, IPrimeSettings } from './tokens';
+import type { IBudgetInput, IPrimeSessions, IPrimeSettings } from './tokens';
 
 export interface INewAgentFormOptions {
   sessions: IPrimeSessions;

@@ -15,14 +15,14 @@ import { h, stateBadge } from './dom';
 import { elapsedSeconds, formatCost, formatElapsed, formatTokens, sessionLabel } from './format';
 import { GoalSection } from './goalSection';
 import type { EventDataMap, TrajectoryEvent } from './protocol';
-import { EventRendererRegistry, IRenderContext } from './renderers';
 import { SessionModel } from './sessionModel';
 import { isTerminal } from './states';
+import type { IPrimeEventRenderers, IRenderContext, ISessionView } from './tokens';
 import { IOutputLike, TracebackFolder } from './tracebacks';
 
 export interface ISessionViewOptions {
   model: SessionModel;
-  renderers: EventRendererRegistry;
+  renderers: IPrimeEventRenderers;
   rendermime: IRenderMimeRegistry;
   trans: TranslationBundle;
   openSession: (id: string) => void;
@@ -37,7 +37,7 @@ function fence(code: string, lang = 'python'): string {
   return `${f}${lang}\n${code}\n${f}`;
 }
 
-export class SessionView extends Panel {
+export class SessionView extends Panel implements ISessionView {
   constructor(options: ISessionViewOptions) {
     super();
     const { model, trans } = options;
