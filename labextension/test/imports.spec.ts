@@ -11,7 +11,7 @@ import * as ts from 'typescript';
 
 const SRC = path.join(__dirname, '..', 'src');
 
-/** The local modules (file names without `.ts`) and, for each, the external packages it imports. */
+/** For each module of src (its file name without `.ts`): the modules of src it imports, and the packages. */
 interface IImports {
   local: Map<string, string[]>;
   external: Map<string, string[]>;
@@ -33,7 +33,7 @@ function readImports(dir: string): IImports {
         .map(s => {
           const target = path.relative(dir, path.resolve(dir, s));
           if (target.startsWith('..') || target.includes(path.sep)) {
-            throw new Error(`${file} imports ${s}, outside ${dir}`);
+            throw new Error(`${file} imports ${s}: this check reads only the modules directly in ${dir}`);
           }
           return target.replace(/\.(ts|js)$/, '');
         })
