@@ -5,16 +5,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import {
-  IEntryUpdate,
-  IHarnessEntry,
-  IHarnessListing,
-  IHarnessVersion,
-  INewEntry,
-  IRefinement,
-  IVersionFiles,
-  kindUrl
-} from './harnessData';
+import { kindUrl } from './harnessData';
 import {
   CancelResult,
   CapabilityRequest,
@@ -33,8 +24,20 @@ import {
   Verification,
   VerifyRequest
 } from './protocol';
-import type { IServerStatus } from './security';
-import type { IRefineProgress } from './verify';
+import type {
+  IEntryUpdate,
+  IHarnessEntry,
+  IHarnessListing,
+  IHarnessVersion,
+  INewEntry,
+  IPrimeAPI,
+  IRefinement,
+  IRefineProgress,
+  IRefineRequest,
+  IServerStatus,
+  IVersionFiles,
+  ReviewAction
+} from './tokens';
 
 export class PrimeAPIError extends Error {
   constructor(
@@ -67,7 +70,7 @@ function errorMessage(data: unknown, response: Response): string {
   return `${response.status} ${response.statusText}`;
 }
 
-export class PrimeAPI {
+export class PrimeAPI implements IPrimeAPI {
   constructor(readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {}
 
   url(...parts: string[]): string {
@@ -247,7 +250,7 @@ export class PrimeAPI {
   }
 
   /** Run a refinement (one model call); from a session's trajectory when given. */
-  refine(body: { session_id?: string; instructions?: string }): Promise<IRefinement> {
+  refine(body: IRefineRequest): Promise<IRefinement> {
     return this.request<IRefinement>(['harness', 'refine'], this._json('POST', body));
   }
 
@@ -274,7 +277,7 @@ export class PrimeAPI {
   /** Approve or reject some edits of a refinement (all pending ones without `edits`), or roll it back. */
   reviewRefinement(
     rid: string,
-    action: 'approve' | 'reject' | 'rollback',
+    action: ReviewAction,
     edits?: number[]
   ): Promise<IRefinement> {
     return this.request<IRefinement>(

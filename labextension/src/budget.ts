@@ -8,14 +8,7 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import { formatCost, formatElapsed, formatTokens } from './format';
 import { untranslated } from './i18n';
 import type { Autonomous, Budget } from './protocol';
-
-/** What the user typed into the budget fields (empty: no limit). */
-export interface IBudgetInput {
-  tokens?: string;
-  dollars?: string;
-  seconds?: string;
-  turns?: string;
-}
+import type { IBudgetInput } from './tokens';
 
 /** A positive count with an optional k/M suffix ("50k", "1.5M", "200,000"); null if empty. */
 function parseCount(raw: string, what: string, example: string, trans: TranslationBundle): number | null {

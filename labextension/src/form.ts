@@ -7,10 +7,10 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
-import { IAutonomousInput, IBudgetInput, parseAutonomous, parseBudget } from './budget';
+import { IAutonomousInput, parseAutonomous, parseBudget } from './budget';
 import { h } from './dom';
 import type { CreateSession, Session } from './protocol';
-import type { IPrimeSessions, IPrimeSettings } from './tokens';
+import type { IBudgetInput, IPrimeSessions, IPrimeSettings } from './tokens';
 
 export interface INewAgentFormOptions {
   sessions: IPrimeSessions;
@@ -22,16 +22,21 @@ export interface INewAgentFormOptions {
 
 let formCount = 0;
 
+/** A one-line text input. */
+function textInput(label: string, placeholder: string, attrs: Record<string, string> = {}): HTMLInputElement {
+  return h('input', { className: 'jp-mod-styled', type: 'text', placeholder, 'aria-label': label, ...attrs });
+}
+
+/** A control with its label above it. */
+function field(label: string, control: HTMLElement, className = ''): HTMLLabelElement {
+  return h('label', { className: `jp-PrimeAgents-field ${className}`.trim() }, h('span', {}, label), control);
+}
+
 export class NewAgentForm extends Widget {
   constructor(private readonly options: INewAgentFormOptions) {
     super();
     const { trans } = options;
     this.addClass('jp-PrimeAgents-form');
-    const input = (label: string, placeholder: string, attrs: Record<string, string> = {}) =>
-      h('input', { className: 'jp-mod-styled', type: 'text', placeholder, 'aria-label': label, ...attrs });
-    const field = (label: string, control: HTMLElement, className = '') =>
-      h('label', { className: `jp-PrimeAgents-field ${className}`.trim() }, h('span', {}, label), control);
-
     this._prompt = h('textarea', {
       className: 'jp-PrimeAgents-prompt jp-mod-styled',
       placeholder: trans.__('What should the agent do?'),
@@ -40,18 +45,18 @@ export class NewAgentForm extends Widget {
     });
     const listId = `jp-PrimeAgents-models-${++formCount}`;
     this._models = h('datalist', { id: listId });
-    this._model = input(trans.__('Model'), trans.__('server default'), { list: listId, spellcheck: 'false' });
-    this._name = input(trans.__('Name'), trans.__('optional'));
-    this._tokens = input(trans.__('Token budget'), trans.__('e.g. 200k'));
-    this._dollars = input(trans.__('Dollar budget'), trans.__('e.g. 0.50'));
-    this._seconds = input(trans.__('Time limit'), trans.__('e.g. 10m'));
-    this._turns = input(trans.__('Turn budget'), trans.__('e.g. 30'));
+    this._model = textInput(trans.__('Model'), trans.__('server default'), { list: listId, spellcheck: 'false' });
+    this._name = textInput(trans.__('Name'), trans.__('optional'));
+    this._tokens = textInput(trans.__('Token budget'), trans.__('e.g. 200k'));
+    this._dollars = textInput(trans.__('Dollar budget'), trans.__('e.g. 0.50'));
+    this._seconds = textInput(trans.__('Time limit'), trans.__('e.g. 10m'));
+    this._turns = textInput(trans.__('Turn budget'), trans.__('e.g. 30'));
     this._autonomous = h('input', { type: 'checkbox', 'aria-label': trans.__('Autonomous') });
-    this._gate = input(trans.__('Gate command'), trans.__('optional, e.g. pytest -q'), { spellcheck: 'false' });
-    this._continuations = input(trans.__('Max continuations'), trans.__('default 3'));
-    this._autoTurns = input(trans.__('Turns per continuation'), trans.__('default 12'));
-    this._autoTokens = input(trans.__('Tokens per continuation'), trans.__('default 80k'));
-    this._autoSeconds = input(trans.__('Time per continuation'), trans.__('default 30m'));
+    this._gate = textInput(trans.__('Gate command'), trans.__('optional, e.g. pytest -q'), { spellcheck: 'false' });
+    this._continuations = textInput(trans.__('Max continuations'), trans.__('default 3'));
+    this._autoTurns = textInput(trans.__('Turns per continuation'), trans.__('default 12'));
+    this._autoTokens = textInput(trans.__('Tokens per continuation'), trans.__('default 80k'));
+    this._autoSeconds = textInput(trans.__('Time per continuation'), trans.__('default 30m'));
     this._autoFields = h(
       'div',
       { className: 'jp-PrimeAgents-fields jp-PrimeAgents-autonomousFields' },
@@ -69,52 +74,8 @@ export class NewAgentForm extends Widget {
       { className: 'jp-mod-styled jp-mod-accept', type: 'submit', title: trans.__('Start (Ctrl/Cmd+Enter)') },
       trans.__('Start')
     );
-    const close = h('button', { className: 'jp-mod-styled jp-mod-reject', type: 'button' }, trans.__('Close'));
-    close.addEventListener('click', () => options.onClose());
-
-    const form = h(
-      'form',
-      {},
-      this._prompt,
-      h(
-        'div',
-        { className: 'jp-PrimeAgents-fields' },
-        field(trans.__('Model'), this._model, 'jp-mod-wide'),
-        field(trans.__('Name'), this._name, 'jp-mod-wide'),
-        // Limits, not settings: the agent (with its sub-agents) stops when one is spent.
-        h('div', { className: 'jp-PrimeAgents-budgetHead jp-mod-wide' }, trans.__('Budget (the agent and its sub-agents stop at any)')),
-        field(trans.__('Token budget'), this._tokens),
-        field(trans.__('Dollar budget'), this._dollars),
-        field(trans.__('Time budget'), this._seconds),
-        field(trans.__('Turn budget'), this._turns)
-      ),
-      h(
-        'label',
-        {
-          className: 'jp-PrimeAgents-autonomous',
-          title: trans.__('Keep working until the gate passes (or it answers, without a gate) or the continuations run out')
-        },
-        this._autonomous,
-        h('span', {}, trans.__('Autonomous'))
-      ),
-      this._autoFields,
-      this._models,
-      this._error,
-      h('div', { className: 'jp-PrimeAgents-formButtons' }, close, this._start)
-    );
-    form.addEventListener('submit', ev => {
-      ev.preventDefault();
-      void this.submit();
-    });
-    this._prompt.addEventListener('keydown', ev => {
-      if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
-        ev.preventDefault();
-        void this.submit();
-      } else if (ev.key === 'Escape') {
-        options.onClose();
-      }
-    });
-    this.node.append(form);
+    this._prompt.addEventListener('keydown', ev => this._onPromptKey(ev));
+    this.node.append(this._createForm());
     this._applyDefaults();
     options.settings.changed.connect(this._applyDefaults, this);
   }
@@ -200,6 +161,58 @@ export class NewAgentForm extends Widget {
       this.options.settings.changed.disconnect(this._applyDefaults, this);
     }
     super.dispose();
+  }
+
+  /** The fields in their order: the prompt, model and name, the budget, then autonomy. */
+  private _createForm(): HTMLFormElement {
+    const { trans, onClose } = this.options;
+    const close = h('button', { className: 'jp-mod-styled jp-mod-reject', type: 'button' }, trans.__('Close'));
+    close.addEventListener('click', () => onClose());
+    const form = h(
+      'form',
+      {},
+      this._prompt,
+      h(
+        'div',
+        { className: 'jp-PrimeAgents-fields' },
+        field(trans.__('Model'), this._model, 'jp-mod-wide'),
+        field(trans.__('Name'), this._name, 'jp-mod-wide'),
+        // Limits, not settings: the agent (with its sub-agents) stops when one is spent.
+        h('div', { className: 'jp-PrimeAgents-budgetHead jp-mod-wide' }, trans.__('Budget (the agent and its sub-agents stop at any)')),
+        field(trans.__('Token budget'), this._tokens),
+        field(trans.__('Dollar budget'), this._dollars),
+        field(trans.__('Time budget'), this._seconds),
+        field(trans.__('Turn budget'), this._turns)
+      ),
+      h(
+        'label',
+        {
+          className: 'jp-PrimeAgents-autonomous',
+          title: trans.__('Keep working until the gate passes (or it answers, without a gate) or the continuations run out')
+        },
+        this._autonomous,
+        h('span', {}, trans.__('Autonomous'))
+      ),
+      this._autoFields,
+      this._models,
+      this._error,
+      h('div', { className: 'jp-PrimeAgents-formButtons' }, close, this._start)
+    );
+    form.addEventListener('submit', ev => {
+      ev.preventDefault();
+      void this.submit();
+    });
+    return form;
+  }
+
+  /** Ctrl/Cmd+Enter starts the agent; Escape closes the form. */
+  private _onPromptKey(ev: KeyboardEvent): void {
+    if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
+      ev.preventDefault();
+      void this.submit();
+    } else if (ev.key === 'Escape') {
+      this.options.onClose();
+    }
   }
 
   private _budgetInput(): IBudgetInput {

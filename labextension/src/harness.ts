@@ -19,8 +19,6 @@ import {
   editLabel,
   entryFile,
   groupEntries,
-  IHarnessEntry,
-  IHarnessVersion,
   parseDiff,
   pendingEdits,
   relativeToRoot,
@@ -29,6 +27,7 @@ import {
 import { createHarnessEntry, editHarnessEntry } from './harnessEditor';
 import { HarnessModel } from './harnessModel';
 import { HARNESS_KINDS, HarnessKind } from './protocol';
+import type { IHarnessEntry, IHarnessVersion, IRefineRequest } from './tokens';
 import { refineProgressText } from './verify';
 
 export interface IHarnessViewOptions {
@@ -125,7 +124,7 @@ export class HarnessView extends Widget {
   }
 
   /** Run a refinement (optionally from a session's trajectory) and show its proposal. */
-  async refine(options: { session_id?: string; instructions?: string } = {}): Promise<void> {
+  async refine(options: IRefineRequest = {}): Promise<void> {
     const trans = this._trans;
     const since = Date.now();
     this._setStatus(refineProgressText(undefined, 0, trans));

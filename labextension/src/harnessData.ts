@@ -1,103 +1,25 @@
 /**
- * Pure logic of the Harness view: the JSON shapes of the harness REST API (docs/reference.md),
- * grouping of entries, where an entry's file is under the server root, unified-diff parsing,
- * what a refinement's review allows, and the bodies of a new or edited entry.
- * No DOM and no JupyterLab imports: unit tested in node (labextension/test/harness.spec.ts).
+ * Pure logic of the Harness view: grouping of entries, where an entry's file is under the
+ * server root, unified-diff parsing, what a refinement's review allows, and the bodies of a new
+ * or edited entry. The JSON shapes of the harness REST API are declared in tokens.ts, as part
+ * of the extension's public contract. No DOM and no JupyterLab imports (only types): unit
+ * tested in node (labextension/test/harness.spec.ts).
  */
 import { HARNESS_KINDS, HarnessKind } from './protocol';
-
-export type HarnessScope = 'project' | 'global';
+import type {
+  HarnessScope,
+  IEntryUpdate,
+  IHarnessEdit,
+  IHarnessEntry,
+  IHarnessListing,
+  IHarnessVersion,
+  INewEntry,
+  INewEntryDraft,
+  IRefinement
+} from './tokens';
 
 /** The kinds, in the order the view lists them. */
 export const KINDS = Object.keys(HARNESS_KINDS) as HarnessKind[];
-
-export interface IHarnessEntry {
-  kind: HarnessKind | string;
-  id: string;
-  title?: string;
-  summary?: string;
-  scope: HarnessScope | string;
-  version?: number;
-  metadata?: Record<string, unknown>;
-  /** Relative to the scope's root, e.g. "notes/x.md" or "skills/y/SKILL.md". */
-  path: string;
-  /** Absolute path (GET of one entry only). */
-  file?: string;
-  content?: string;
-  files?: Record<string, string>;
-}
-
-export interface IHarnessError {
-  kind?: string;
-  id?: string;
-  scope?: string;
-  error?: string;
-  message: string;
-  path?: string;
-  line?: number;
-}
-
-export interface IHarnessListing {
-  entries: IHarnessEntry[];
-  errors: IHarnessError[];
-  policy: string;
-  roots: Partial<Record<HarnessScope, string>>;
-}
-
-export interface IHarnessVersion {
-  kind: string;
-  id: string;
-  scope: string;
-  version: number;
-  op: 'create' | 'update' | 'delete' | 'rollback' | string;
-  author: string;
-  reason?: string;
-  evidence?: { session_id: string; turn?: number }[];
-  refinement_id?: string | null;
-  ts: number | string;
-  hash?: string;
-}
-
-export interface IHarnessEdit {
-  index: number;
-  op: 'create' | 'update' | 'delete' | string;
-  kind: string;
-  id: string;
-  title?: string;
-  content?: string;
-  metadata?: Record<string, unknown>;
-  files?: Record<string, string>;
-  reason?: string;
-  evidence?: { session_id: string; turn?: number }[];
-  status: 'pending' | 'applied' | 'rejected' | 'refused' | 'failed' | string;
-  flags?: string[];
-  note?: string;
-  base_version?: number | null;
-}
-
-/** A version with its files before and after it (file name -> text; null: none). */
-export interface IVersionFiles extends IHarnessVersion {
-  before: Record<string, string> | null;
-  after: Record<string, string> | null;
-}
-
-export interface IRefinement {
-  id: string;
-  created?: number | string;
-  updated?: number | string;
-  author?: string;
-  trigger?: string;
-  instructions?: string | null;
-  status: string;
-  summary?: string;
-  rationale?: string;
-  expected_outcome?: string;
-  evidence?: string[];
-  edits: IHarnessEdit[];
-  error?: string | null;
-  model?: string;
-  rolled_back?: { by: string; ts: number | string; entries: unknown } | null;
-}
 
 /** The URL segment of a kind ("note" -> "notes"); unknown kinds pass through. */
 export function kindUrl(kind: string): string {
@@ -271,16 +193,6 @@ export interface IEntryDraft {
   metadata: string;
 }
 
-/** Body of PUT /api/prime/harness/{kind}/{id}. */
-export interface IEntryUpdate {
-  title?: string;
-  content?: string;
-  metadata?: Record<string, unknown>;
-  base_version?: number;
-  scope: string;
-  reason: string;
-}
-
 /** The editor's starting point: the entry as loaded. */
 export function entryDraft(e: IHarnessEntry): IEntryDraft {
   return {
@@ -353,27 +265,6 @@ export function conflictMessage(base: IHarnessEntry, serverMessage: string): str
 // ---------------------------------------------------------------------------
 // Creating an entry
 // ---------------------------------------------------------------------------
-
-/** Body of POST /api/prime/harness. */
-export interface INewEntry {
-  kind: HarnessKind;
-  id: string;
-  title?: string;
-  content?: string;
-  metadata?: Record<string, unknown>;
-  scope: HarnessScope;
-  reason: string;
-}
-
-/** What the New entry dialog collects; metadata as JSON text. */
-export interface INewEntryDraft {
-  kind: HarnessKind;
-  id: string;
-  title: string;
-  content: string;
-  metadata: string;
-  scope: HarnessScope;
-}
 
 /** Entry ids as the daemon accepts them (prime_kernel/harness/entries.py). */
 export const ENTRY_ID = /^[a-z0-9][a-z0-9._-]{0,63}$/;

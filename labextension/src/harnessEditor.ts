@@ -16,12 +16,11 @@ import {
   entryDraft,
   entryUpdate,
   IEntryDraft,
-  IHarnessEntry,
-  INewEntryDraft,
   KINDS
 } from './harnessData';
 import { HarnessModel } from './harnessModel';
 import { HARNESS_KINDS, HarnessKind } from './protocol';
+import type { IHarnessEntry, INewEntryDraft } from './tokens';
 
 interface IEditorState {
   entry: IHarnessEntry;

@@ -3,28 +3,25 @@
  * refinements, the selected entry with its history, and every change a person can make. The
  * view renders what this holds; a change reloads what it touched.
  */
-import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import {
-  diffPair,
+import { diffPair, newEntryBody } from './harnessData';
+import type {
+  IEntryRef,
   IEntryUpdate,
   IHarnessEntry,
   IHarnessListing,
   IHarnessVersion,
   INewEntryDraft,
+  IPrimeAPI,
+  IPrimeHarness,
   IRefinement,
+  IRefineRequest,
   IVersionFiles,
-  newEntryBody
-} from './harnessData';
-import type { IPrimeAPI } from './tokens';
+  ReviewAction
+} from './tokens';
 
-export interface IEntryRef {
-  kind: string;
-  id: string;
-}
-
-export class HarnessModel implements IDisposable {
+export class HarnessModel implements IPrimeHarness {
   constructor(readonly api: IPrimeAPI) {}
 
   /** Entries, broken files, the review policy and the scopes' roots (after the last refresh). */
@@ -145,14 +142,14 @@ export class HarnessModel implements IDisposable {
   }
 
   /** Run a refinement (one model call), optionally from a session's trajectory. */
-  async refine(options: { session_id?: string; instructions?: string } = {}): Promise<IRefinement> {
+  async refine(options: IRefineRequest = {}): Promise<IRefinement> {
     const r = await this.api.refine(options);
     await this.refresh();
     return r;
   }
 
   /** Approve or reject one edit of a refinement (or all pending ones), or roll it back. */
-  async review(rid: string, action: 'approve' | 'reject' | 'rollback', edit?: number): Promise<IRefinement> {
+  async review(rid: string, action: ReviewAction, edit?: number): Promise<IRefinement> {
     const r = await this.api.reviewRefinement(rid, action, edit === undefined ? undefined : [edit]);
     await this.refresh();
     return r;

@@ -32,7 +32,8 @@ import {
   IPrimeHarness,
   IPrimeSessions,
   IPrimeSessionViews,
-  IPrimeSettings
+  IPrimeSettings,
+  ISessionView
 } from './tokens';
 
 export * from './tokens';
@@ -167,9 +168,9 @@ const sessionViews: JupyterFrontEndPlugin<IPrimeSessionViews> = {
   ) => {
     const { commands, shell } = app;
     const trans = bundle(translator);
-    const tracker = new WidgetTracker<MainAreaWidget<SessionView>>({ namespace: 'prime-kernel-session' });
+    const tracker = new WidgetTracker<MainAreaWidget<ISessionView>>({ namespace: 'prime-kernel-session' });
 
-    const open = (id: string): MainAreaWidget<SessionView> => {
+    const open = (id: string): MainAreaWidget<ISessionView> => {
       const existing = tracker.find(w => w.content.sessionId === id);
       if (existing) {
         shell.activateById(existing.id);

@@ -20,9 +20,11 @@ import { isTerminal } from './states';
 import type { IAgentsColumn, IPrimeAgentsPanel, IPrimeSessions, IPrimeSettings, ISessionsChange } from './tokens';
 import { buildTree, countByState, filterTree, flattenTree, IRow, ITreeNode, visibleRange } from './tree';
 
-/** Height of one row of the tree, in px (fixed, for virtualisation). */
-/** A row: its title on up to two lines (it wraps, not cut at a side bar's width), then its state,
- * marks, elapsed time, model and usage on a line below. */
+/**
+ * Height of one row of the tree, in px (fixed, for virtualisation): its title on up to two lines
+ * (it wraps, not cut at a side bar's width), then its state, marks, elapsed time, model and
+ * usage on a line below.
+ */
 export const ROW_HEIGHT = 64;
 
 export interface IAgentsPanelOptions {
@@ -53,32 +55,7 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
     this.title.caption = trans.__('Agents');
     this.addClass('jp-PrimeAgents');
     this._columns = this._builtinColumns();
-
-    // Header: title + toolbar.
-    const header = new Panel();
-    header.addClass('jp-PrimeAgents-header');
-    header.addWidget(new Widget({ node: h('span', { className: 'jp-PrimeAgents-title' }, trans.__('Agents')) }));
-    const toolbar = (this._toolbar = new Toolbar());
-    this._newButton = new ToolbarButton({
-      icon: addIcon,
-      label: trans.__('New agent'),
-      tooltip: trans.__('Start a new agent'),
-      className: 'jp-PrimeAgents-newButton',
-      onClick: () => this.showForm(!this._form.isVisible)
-    });
-    toolbar.addItem('new-agent', this._newButton);
-    toolbar.addItem(
-      'refresh',
-      new ToolbarButton({
-        icon: refreshIcon,
-        tooltip: trans.__('Refresh the session list'),
-        onClick: () => void this.sessions.refresh()
-      })
-    );
-    header.addWidget(toolbar);
-    this.addWidget(header);
-
-    // New agent form (hidden until asked for).
+    this.addWidget(this._createHeader());
     this._form = new NewAgentForm({
       sessions,
       settings: options.settings,
@@ -89,51 +66,10 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
       },
       onClose: () => this.showForm(false)
     });
-    this._form.hide();
+    this._form.hide(); // until asked for
     this.addWidget(this._form);
-
-    // Filters: text + state chips.
-    const filters = new Widget({ node: h('div', { className: 'jp-PrimeAgents-filters' }) });
-    this._search = h('input', {
-      className: 'jp-mod-styled jp-PrimeAgents-search',
-      type: 'search',
-      placeholder: trans.__('Filter by name, prompt, id…'),
-      'aria-label': trans.__('Filter sessions')
-    });
-    this._search.addEventListener('input', () => this._update());
-    this._chips = h('div', { className: 'jp-PrimeAgents-chips', role: 'group', 'aria-label': trans.__('Filter by state') });
-    this._chips.addEventListener('click', ev => {
-      const chip = (ev.target as HTMLElement).closest('[data-state-filter]') as HTMLElement | null;
-      if (!chip) {
-        return;
-      }
-      const st = chip.dataset.stateFilter!;
-      if (st === '*') {
-        this._states.clear();
-      } else if (this._states.has(st)) {
-        this._states.delete(st);
-      } else {
-        this._states.add(st);
-      }
-      this._update();
-    });
-    filters.node.append(this._search, this._chips);
-    this.addWidget(filters);
-
-    // The virtualised list.
-    const listWidget = new Widget({ node: h('div', { className: 'jp-PrimeAgents-list', role: 'tree', tabindex: 0 }) });
-    this._list = listWidget.node;
-    this._spacer = h('div', { className: 'jp-PrimeAgents-spacer' });
-    this._empty = h('div', { className: 'jp-PrimeAgents-empty' });
-    this._list.append(this._spacer, this._empty);
-    this._list.addEventListener('scroll', () => {
-      this._geometry = null;
-      this._scheduleRender();
-    });
-    this._list.addEventListener('click', ev => this._onListClick(ev));
-    this._list.addEventListener('keydown', ev => this._onListKey(ev));
-    this.addWidget(listWidget);
-
+    this.addWidget(this._createFilters());
+    this.addWidget(this._createList());
     const footer = new Widget({ node: h('div', { className: 'jp-PrimeAgents-footer' }) });
     this._footer = footer.node;
     this.addWidget(footer);
@@ -218,6 +154,83 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
     super.onResize(msg);
     this._geometry = null;
     this._scheduleRender();
+  }
+
+  /** The title, and a toolbar with New agent and Refresh (other plugins add items to it). */
+  private _createHeader(): Panel {
+    const trans = this._trans;
+    const header = new Panel();
+    header.addClass('jp-PrimeAgents-header');
+    header.addWidget(new Widget({ node: h('span', { className: 'jp-PrimeAgents-title' }, trans.__('Agents')) }));
+    this._toolbar = new Toolbar();
+    this._newButton = new ToolbarButton({
+      icon: addIcon,
+      label: trans.__('New agent'),
+      tooltip: trans.__('Start a new agent'),
+      className: 'jp-PrimeAgents-newButton',
+      onClick: () => this.showForm(!this._form.isVisible)
+    });
+    this._toolbar.addItem('new-agent', this._newButton);
+    this._toolbar.addItem(
+      'refresh',
+      new ToolbarButton({
+        icon: refreshIcon,
+        tooltip: trans.__('Refresh the session list'),
+        onClick: () => void this.sessions.refresh()
+      })
+    );
+    header.addWidget(this._toolbar);
+    return header;
+  }
+
+  /** The filters: text, and a chip per state. */
+  private _createFilters(): Widget {
+    const trans = this._trans;
+    const filters = new Widget({ node: h('div', { className: 'jp-PrimeAgents-filters' }) });
+    this._search = h('input', {
+      className: 'jp-mod-styled jp-PrimeAgents-search',
+      type: 'search',
+      placeholder: trans.__('Filter by name, prompt, id…'),
+      'aria-label': trans.__('Filter sessions')
+    });
+    this._search.addEventListener('input', () => this._update());
+    this._chips = h('div', { className: 'jp-PrimeAgents-chips', role: 'group', 'aria-label': trans.__('Filter by state') });
+    this._chips.addEventListener('click', ev => this._onChipClick(ev));
+    filters.node.append(this._search, this._chips);
+    return filters;
+  }
+
+  /** The virtualised list: a spacer as tall as every row, the rows in view drawn over it. */
+  private _createList(): Widget {
+    const list = new Widget({ node: h('div', { className: 'jp-PrimeAgents-list', role: 'tree', tabindex: 0 }) });
+    this._list = list.node;
+    this._spacer = h('div', { className: 'jp-PrimeAgents-spacer' });
+    this._empty = h('div', { className: 'jp-PrimeAgents-empty' });
+    this._list.append(this._spacer, this._empty);
+    this._list.addEventListener('scroll', () => {
+      this._geometry = null;
+      this._scheduleRender();
+    });
+    this._list.addEventListener('click', ev => this._onListClick(ev));
+    this._list.addEventListener('keydown', ev => this._onListKey(ev));
+    return list;
+  }
+
+  /** A state chip toggles its state in the filter; "all" clears it. */
+  private _onChipClick(ev: MouseEvent): void {
+    const chip = (ev.target as HTMLElement).closest('[data-state-filter]') as HTMLElement | null;
+    if (!chip) {
+      return;
+    }
+    const st = chip.dataset.stateFilter!;
+    if (st === '*') {
+      this._states.clear();
+    } else if (this._states.has(st)) {
+      this._states.delete(st);
+    } else {
+      this._states.add(st);
+    }
+    this._update();
   }
 
   private _onChanged(_: unknown, change: ISessionsChange): void {
@@ -595,13 +608,13 @@ export class AgentsPanel extends Panel implements IPrimeAgentsPanel {
   private _openSession: (id: string) => void;
   private _columns: IAgentsColumn[];
   private _form: NewAgentForm;
-  private _toolbar: Toolbar;
-  private _newButton: ToolbarButton;
-  private _search: HTMLInputElement;
-  private _chips: HTMLDivElement;
-  private _list: HTMLElement;
-  private _spacer: HTMLDivElement;
-  private _empty: HTMLDivElement;
+  private _toolbar!: Toolbar;
+  private _newButton!: ToolbarButton;
+  private _search!: HTMLInputElement;
+  private _chips!: HTMLDivElement;
+  private _list!: HTMLElement;
+  private _spacer!: HTMLDivElement;
+  private _empty!: HTMLDivElement;
   private _footer: HTMLElement;
   private _forest: ITreeNode[] = [];
   /** Every session's node of `_forest`, and its row when shown. */

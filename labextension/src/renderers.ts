@@ -3,7 +3,8 @@
  * kind is adding an entry here (the type `EventRenderers` makes a missing one a compile error,
  * and labextension/test/renderers.spec.ts a test failure). Each renderer gives a one-line
  * summary (the item's tooltip) and the item's head and body; the registry builds the item.
- * Other extensions replace a kind's renderer through `IPrimeEventRenderers`.
+ * Other extensions replace a kind's renderer through `IPrimeEventRenderers` (the renderer's
+ * interfaces are in tokens.ts).
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
@@ -14,36 +15,7 @@ import { h, stateBadge } from './dom';
 import { clockTime, firstLine, formatBytes, formatCost, formatDuration, formatTokens } from './format';
 import { author, formatInterval, scheduleTiming } from './longrun';
 import { EventDataMap, EventKind, TrajectoryEvent } from './protocol';
-
-/** What a renderer may use beyond its event. */
-export interface IRenderContext {
-  trans: TranslationBundle;
-  /** Markdown, untrusted (rendered by JupyterLab's rendermime in the app). */
-  markdown(text: string): Widget;
-  /** Python source, highlighted. */
-  code(source: string): Widget;
-  /** A cell's nbformat outputs, untrusted. */
-  outputs(outputs: EventDataMap['cell']['outputs']): Widget;
-  /** Open a session's view. */
-  openSession(id: string): void;
-  /** Show a refinement in the Harness view. */
-  openRefinement(id: string): void;
-}
-
-/** An event as its renderer lays it out. */
-export interface IRenderedEvent {
-  /** The head line; none for an event with nothing to show (e.g. a model turn of code only). */
-  head: (Node | string | null)[];
-  body?: (HTMLElement | Widget | null)[];
-  /** Classes of the item beside `jp-PrimeEvent jp-PrimeEvent-<kind>`, e.g. `jp-mod-user`. */
-  classes?: string[];
-}
-
-export interface IEventRenderer<K extends EventKind = EventKind> {
-  /** One line of plain text (the item's tooltip, what a reader skims). */
-  summary(data: EventDataMap[K], trans: TranslationBundle): string;
-  render(event: TrajectoryEvent<K>, ctx: IRenderContext): IRenderedEvent;
-}
+import type { IEventRenderer, IPrimeEventRenderers, IRenderContext, IRenderedEvent } from './tokens';
 
 export type EventRenderers = { [K in EventKind]: IEventRenderer<K> };
 
@@ -524,7 +496,7 @@ export const RENDERERS: EventRenderers = {
  * and summary) and body. A kind without a renderer (from a newer daemon) shows its data as JSON.
  * (TypeScript cannot tie a kind to its renderer's type through a Map: the casts stand for that.)
  */
-export class EventRendererRegistry {
+export class EventRendererRegistry implements IPrimeEventRenderers {
   constructor(renderers: EventRenderers = RENDERERS) {
     for (const [kind, renderer] of Object.entries(renderers)) {
       this._renderers.set(kind, renderer as IEventRenderer);

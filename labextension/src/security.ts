@@ -14,24 +14,9 @@ import { Kernel } from '@jupyterlab/services';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
-import type { IPrimeAPI } from './tokens';
+import type { IPrimeAPI, ISandboxStatus } from './tokens';
 
 export const CAPABILITY_TARGET = 'prime_kernel.capability';
-
-export interface ISandboxStatus {
-  mode: string;
-  reason?: string;
-  bwrap?: string | null;
-  network?: boolean;
-  protects: string[];
-  exposes: string[];
-}
-
-/** GET /api/prime/status. */
-export interface IServerStatus {
-  version: string;
-  sandbox: ISandboxStatus;
-}
 
 /** The toolbar badge for `status`. */
 export function sandboxBadge(status: ISandboxStatus, trans: TranslationBundle): Widget {

@@ -16,15 +16,15 @@ import { h, stateBadge } from './dom';
 import { elapsedSeconds, formatCost, formatElapsed, formatTokens, sessionLabel } from './format';
 import { GoalSection } from './goalSection';
 import type { EventDataMap, TrajectoryEvent } from './protocol';
-import { EventRendererRegistry, IRenderContext } from './renderers';
 import { SessionModel } from './sessionModel';
 import { isTerminal } from './states';
+import type { IPrimeEventRenderers, IRenderContext, ISessionView } from './tokens';
 import { IOutputLike, TracebackFolder } from './tracebacks';
 import { VerifySection } from './verify';
 
 export interface ISessionViewOptions {
   model: SessionModel;
-  renderers: EventRendererRegistry;
+  renderers: IPrimeEventRenderers;
   rendermime: IRenderMimeRegistry;
   trans: TranslationBundle;
   openSession: (id: string) => void;
@@ -39,7 +39,7 @@ function fence(code: string, lang = 'python'): string {
   return `${f}${lang}\n${code}\n${f}`;
 }
 
-export class SessionView extends Panel {
+export class SessionView extends Panel implements ISessionView {
   constructor(options: ISessionViewOptions) {
     super();
     const { model, trans } = options;

@@ -4,7 +4,6 @@
  * (coalesced), and its schedules, fetched again when one of them changes or ticks; with a slow
  * poll while it runs. The view only renders what this model holds and asks it to act.
  */
-import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { Coalescer } from './coalescer';
@@ -12,7 +11,7 @@ import { sortSchedules } from './longrun';
 import type { CreateSchedule, Schedule, Session, SessionNotification, TrajectoryEvent, Verification } from './protocol';
 import { lastSeq } from './sessionIndex';
 import { isTerminal } from './states';
-import type { IPrimeAPI, IPrimeSessions, ISessionsChange } from './tokens';
+import type { IPrimeAPI, IPrimeSessions, ISessionModel, ISessionsChange } from './tokens';
 
 export interface ISessionModelOptions {
   id: string;
@@ -22,7 +21,7 @@ export interface ISessionModelOptions {
   coalesce?: number;
 }
 
-export class SessionModel implements IDisposable {
+export class SessionModel implements ISessionModel {
   constructor(options: ISessionModelOptions) {
     this.id = options.id;
     this._sessions = options.sessions;

@@ -5,8 +5,7 @@
 import type { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import type { IBudgetInput } from './budget';
-import type { IPrimeSettings } from './tokens';
+import type { IBudgetInput, IPrimeSettings } from './tokens';
 
 export const SETTINGS_ID = 'prime-kernel:settings';
 

@@ -9,6 +9,7 @@ import { Widget } from '@lumino/widgets';
 
 import { h } from './dom';
 import type { Session, Verification } from './protocol';
+import type { IRefineProgress } from './tokens';
 import type { SessionModel } from './sessionModel';
 
 /** Whether a person can mark this session's answer right or wrong now. */
@@ -30,17 +31,6 @@ export function verificationText(v: Verification, trans: TranslationBundle): str
     );
   }
   return v.refused ? `${head} · ${trans.__('nothing learned: %1', v.refused)}` : head;
-}
-
-/** What a refinement under way has done so far, for a status line. */
-export interface IRefineProgress {
-  model: string;
-  trigger: string;
-  started: number;
-  seconds: number;
-  chars: number;
-  /** "reading" the prompt, then "writing" the reply (streamed). */
-  phase: 'reading' | 'writing';
 }
 
 export function refineProgressText(p: IRefineProgress | undefined, elapsed: number, trans: TranslationBundle): string {

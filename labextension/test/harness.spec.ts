@@ -9,9 +9,6 @@ import {
   entryFile,
   entryUpdate,
   groupEntries,
-  IHarnessEntry,
-  IHarnessVersion,
-  IRefinement,
   kindUrl,
   parseDiff,
   parseMetadata,
@@ -22,6 +19,7 @@ import {
   KINDS,
   newEntryBody
 } from '../src/harnessData';
+import type { IHarnessEntry, IHarnessVersion, IRefinement } from '../src/tokens';
 
 function E(kind: string, id: string, extra: Partial<IHarnessEntry> = {}): IHarnessEntry {
   return { kind, id, scope: 'project', path: `${kindUrl(kind)}/${id}.md`, ...extra };

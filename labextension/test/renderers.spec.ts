@@ -5,7 +5,8 @@ import { Widget } from '@lumino/widgets';
 
 import { untranslated } from '../src/i18n';
 import { EVENT_KINDS, EventDataMap, EventKind, TrajectoryEvent } from '../src/protocol';
-import { EventRendererRegistry, IRenderContext, RENDERERS } from '../src/renderers';
+import { EventRendererRegistry, RENDERERS } from '../src/renderers';
+import type { IRenderContext } from '../src/tokens';
 import { E } from './fixtures';
 
 /** A context whose markdown, code and outputs are plain nodes the tests can read. */
