@@ -198,7 +198,7 @@ class Harness(LoggingConfigurable):
         return out, errors
 
     # -- writing --------------------------------------------------------------------------
-    def _change(
+    def change(
         self,
         scope: str,
         kind: str,
@@ -212,6 +212,9 @@ class Harness(LoggingConfigurable):
         refinement_id: str | None = None,
         op: str | None = None,
     ) -> dict[str, Any]:
+        """Write an entry's files (`new`; None deletes it) in `scope`: the one path of every
+        create, update, delete and rollback, so each is scrubbed, checked against
+        `base_version` (None: whatever is there) and recorded as a version."""
         new = self.scrub(new)
         store = self.versions(scope)
         with store.transaction():
@@ -277,7 +280,7 @@ class Harness(LoggingConfigurable):
                     id=entry_id,
                     version=version,
                 )
-            self._change(
+            self.change(
                 scope,
                 kind,
                 entry_id,
@@ -334,7 +337,7 @@ class Harness(LoggingConfigurable):
             target,
         )
         E.validate(new, max_chars=self.max_entry_chars)
-        self._change(
+        self.change(
             target,
             kind,
             entry_id,
@@ -361,7 +364,7 @@ class Harness(LoggingConfigurable):
     ) -> dict[str, Any]:
         kind = E.kind_of(kind)
         found, _, _ = self.find(kind, entry_id, scope)
-        row = self._change(
+        row = self.change(
             found,
             kind,
             entry_id,
@@ -442,7 +445,7 @@ class Harness(LoggingConfigurable):
         """Make the entry's files exactly what they were at `version` (a new version)."""
         target = self.version(kind, entry_id, version, scope)
         kind = target["kind"]
-        row = self._change(
+        row = self.change(
             target["scope"],
             kind,
             entry_id,

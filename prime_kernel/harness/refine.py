@@ -708,7 +708,7 @@ def rollback_refinement(
         raise PrimeError(f"refinement {refinement_id} applied no edits; nothing to roll back")
     restored = []
     for (scope, kind, entry_id), row in first.items():
-        harness._change(
+        harness.change(
             scope,
             kind,
             entry_id,
