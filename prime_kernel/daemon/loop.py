@@ -151,8 +151,8 @@ class AgentLoop:
         for _ in range(limit):
             await host.before_turn(self.live)
             self.check_deadline()
-            message = await self.model_turn()
-            self.live.conversation.append(message)
+            # The message as kept: a retry from a clean slate leaves it out by its identity.
+            (message,) = self.live.conversation.append(await self.model_turn())
             host.emit(
                 self.live,
                 EventKind.ASSISTANT,
@@ -237,7 +237,7 @@ class AgentLoop:
         notes = [] if self.live.answered else self.after_turn(runs)
         if notes:
             last = {**last, "content": "\n\n".join([str(last["content"]), *notes])}
-        conversation.append(last)
+        (last,) = conversation.append(last)
         if self.profile.retry_fresh and not calls:
             self.note_failure(runs, notes, (message, last))
         return True

@@ -33,11 +33,14 @@ class Conversation:
         self._on_append = on_append
         self._on_replace = on_replace
 
-    def append(self, *messages: Message) -> None:
+    def append(self, *messages: Message) -> list[Message]:
+        """Add `messages`; the messages as kept (what the store wrote), in their order."""
         written: list[Message] | None = list(messages)
         if self._on_append is not None:
             written = self._on_append(list(messages))
-        self._messages.extend(messages if written is None else written)
+        kept = list(messages) if written is None else written
+        self._messages.extend(kept)
+        return kept
 
     def load(self, messages: list[Message]) -> None:
         """Messages read back from the store (not written again)."""

@@ -36,15 +36,17 @@ def test_verify_then_review_what_was_learned(cli: CLI, root: Path) -> None:
     assert f"prime-agent refinements approve {rid}" in lines[1]
 
     assert cli("refinements", "approve", rid, root=root).returncode == 0
-    listed = cli("harness", "list", "--kind", "example", root=root).stdout
-    assert "example sum-square" in listed and "What is the sum of the squares" in listed
+    listed = cli("harness", "list", "--kind", "example", root=root).stdout.splitlines()
+    kind, entry_id = listed[1].split()[:2]
+    assert kind == "example" and entry_id.startswith("sum-square-")
+    assert "What is the sum of the squares" in listed[1]
 
     proc = cli("verify", sid, "--wrong", "--note", "squares of 0..100", root=root)
     assert proc.returncode == 0, proc.stderr
     assert f"verified {sid} wrong (by user)" in proc.stdout
     assert "learned: caution example/sum-square" in proc.stdout
     # The first verdict's worked example was taken back; the caution waits for review.
-    assert "example sum-square" not in cli("harness", "list", root=root).stdout
+    assert "sum-square-" not in cli("harness", "list", root=root).stdout
     shown = cli("show", sid, root=root).stdout
     assert "answer verified wrong by user (squares of 0..100)" in shown
 
