@@ -151,7 +151,9 @@ async def test_the_coder_profile_looks_at_context_and_retries_from_a_clean_slate
         "Sum context", model=model, context_blob=blob, context_type="list"
     )
     result = await daemon.wait(record["id"], 120)
-    assert result["state"] == "DONE" and result["answer_repr"] == str(sum(range(10_000))), result["error"]
+    assert result["state"] == "DONE" and result["answer_repr"] == str(sum(range(10_000))), result[
+        "error"
+    ]
     # The look ran in the REPL (a cell like any other), and the task says what it saw.
     cells = await daemon.store.events(result["id"], kinds=["cell"])
     assert "__shape.overview(context" in cells[1]["data"]["code"]
