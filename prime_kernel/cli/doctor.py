@@ -110,7 +110,7 @@ def print_models(models: list[dict[str, Any]]) -> None:
     for m in models:
         default = " (default)" if m["default"] else ""
         print(f"  {m['model']}{default}: {m['title']}")
-        print(f"    check: {'ok' if m['ok'] else 'FAILED'}, {m['check']}")
+        print(f"    check: {'ok' if m['ok'] else 'not ok'}, {m['check']}")
         print(f"    from: {m['upstream']} at {m['revision']}, {m['file']}")
         print(f"    sha256: {m['sha256']} ({m['size']} bytes)")
         print(f"    packaged: {m['packaged']}")
