@@ -61,6 +61,18 @@ async def test_a_planted_secret_is_kept_nowhere(
         jp_fetch, f"root {planted}", name=f"n {provider_key}", context={"s": planted}, model=agent
     )
     assert (await daemon.wait(sid, 120))["state"] == "DONE"
+    # The agent's memory is a proposal (the review policy): a person approves it, scrubbed.
+    (proposal,) = [r for r in daemon.harness.versions().refinements() if "planted" in r["summary"]]
+    await jp_fetch(
+        "api",
+        "prime",
+        "harness",
+        "refinements",
+        proposal["id"],
+        "approve",
+        method="POST",
+        body="{}",
+    )
 
     # A person plants it too: a message, a goal and a schedule for a waiting session, a note.
     waiting_model = script(recording(requests, [{"code": "answer(1)"}, {"text": "noted"}]))
