@@ -602,7 +602,7 @@ export interface CreateChild {
   /** The context's Python type, shown to the child. */
   context_type?: string;
   autonomous?: Autonomous;
-  /** Replay this ended session: its model's recorded replies answer each turn (no model call), its code runs again in a fresh kernel, its children replay from their own records. Its prompt, context, model and max_turns stand for those not given. From an agent's kernel: a session of the caller's own tree. */
+  /** Replay this ended session: its model's recorded replies answer each turn (no model call), its code runs again in a fresh kernel, the children its replayed turns start stand for the recorded ones (see `subtree`). Its prompt, context, model and max_turns stand for those not given. From an agent's kernel: a session of the caller's own tree. */
   replay?: string;
   /** With `replay`: replay this many turns, then hand the session to the live model (a branch of the trajectory). */
   until?: number;
@@ -647,7 +647,7 @@ export interface CreateSession {
   /** Any JSON value: the variable `context` in the agent's REPL (passed by file, never through the prompt). */
   context?: unknown;
   autonomous?: Autonomous;
-  /** Replay this ended session: its model's recorded replies answer each turn (no model call), its code runs again in a fresh kernel, its children replay from their own records. Its prompt, context, model and max_turns stand for those not given. */
+  /** Replay this ended session: its model's recorded replies answer each turn (no model call), its code runs again in a fresh kernel, the children its replayed turns start stand for the recorded ones (see `subtree`). Its prompt, context, model and max_turns stand for those not given. */
   replay?: string;
   /** With `replay`: replay this many turns, then hand the session to the live model (a branch of the trajectory). */
   until?: number;

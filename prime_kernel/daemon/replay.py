@@ -68,7 +68,8 @@ async def read_recording(store: Store, record: SessionRecord, children: list[str
                 message["tool_calls"] = data["tool_calls"]
             replies.append(message)
         elif kind == EventKind.CELL.value:
-            code = data.get("code") or ""
+            if data.get("source") == "agent":  # not a person's, nor the harness's setup
+                code = data.get("code") or ""
         else:  # an observation: the output of the agent's cell just run
             cells.append(Cell(len(replies), code, data.get("text") or ""))
     return Recording(record.id, replies, cells, children)
