@@ -86,7 +86,11 @@ def main() -> int:
             seconds[label] = record["ended"] - record["started"]
             print(f"{label} {sid}: {seconds[label]:.2f} s, {record['state']}")
         print(f"ratio replay/original: {seconds['replay'] / seconds['original']:.3f} (goal <= 0.2)")
-        print(replay.stdout.strip().splitlines()[-1])
+        lines = replay.stdout.strip().splitlines()
+        # The report: what follows the line on the replayed session (divergences, the sum).
+        print(
+            "\n".join(lines[next(i for i, x in enumerate(lines) if x.startswith("Session ")) + 1 :])
+        )
     print(f"load average after: {os.getloadavg()}")
     return 0
 

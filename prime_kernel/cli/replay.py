@@ -4,8 +4,9 @@ diverge from the recording (see daemon/replay.py).
 
 It runs like `prime-agent run` (a server that serves the root, or one started here, and the
 session followed as it goes), then prints each replayed session's first divergent cell with a
-short diff, and last `replayed T turns in S sessions, D divergent`. Exit code 0: the replay
-ended as its recording did, with no divergent cell; 1: a divergence (or the replay failed).
+short diff, and last `replayed T turns in S sessions, D divergent`. Exit code 0: every replayed
+session ended as its recording did (DONE as DONE, FAILED as FAILED), with no divergent cell;
+1 otherwise.
 """
 
 from __future__ import annotations
@@ -68,16 +69,20 @@ def _divergence(server: Server, outcome: Outcome, code: int, out: TextIO) -> int
     report = server.replay_report(outcome.record["id"])
     for line in report_lines(report):
         print(line, file=out)
-    return 1 if report["divergent"] else code
+    same = all(s["state"] == s["recorded_state"] for s in report["replays"])
+    return 0 if same and not report["divergent"] else 1
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:
     """The report as printed: each session that diverged, its first divergent cell, the sum."""
     lines = []
     for s in report["replays"]:
-        if not s["divergent"] and s["state"] == SessionState.DONE.value:
+        if not s["divergent"] and s["state"] == s["recorded_state"]:
             continue
-        where = f"session {s['session_id']} (replaying {s['of']}, {s['state']})"
+        ended = s["state"]
+        if s["state"] != s["recorded_state"]:
+            ended += f", recorded {s['recorded_state']}"
+        where = f"session {s['session_id']} (replaying {s['of']}, {ended})"
         lines.append(f"{where}: {s['divergent']} divergent of {s['cells']} cells")
         if s.get("error"):
             lines.append(f"  error: {s['error']}")

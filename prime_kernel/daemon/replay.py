@@ -142,7 +142,7 @@ class Replays:
                 f"has {len(recording.replies)}: it diverged from the recording"
             )
         usage: dict[str, float] = dict.fromkeys(_USAGE_KEYS, 0)
-        return Completion(dict(recording.replies[turn]), "replayed", usage)
+        return Completion(dict(recording.replies[turn]), "replayed", usage, whole=True)
 
     async def report(self, session_id: str) -> dict[str, Any]:
         """How the replay `session_id` and the replays below it went against their recordings:
@@ -158,9 +158,15 @@ class Replays:
         replays = [r for r in tree if not r.options["replay"].get("answered")]
         sessions = []
         for record in replays:
-            recording = await self.recording(record.options["replay"]["of"])
+            of = record.options["replay"]["of"]
+            recording = await self.recording(of)
             mine = await read_recording(self.store, record, [])
-            sessions.append(_compare(record, recording, mine, aliases))
+            sessions.append(
+                {
+                    **_compare(record, recording, mine, aliases),
+                    "recorded_state": self.registry.get(of).state.value,
+                }
+            )
         return {
             "session_id": session_id,
             "of": root.options["replay"]["of"],

@@ -170,3 +170,18 @@ async def test_what_cannot_replay_is_refused(daemon, jp_fetch, script):
     await settled(jp_fetch, sid)
     status, body = await fetch_error(jp_fetch("api", "prime", "sessions", sid, "replay"))
     assert status == 404 and "not a replay" in body["message"]
+
+
+async def test_a_failed_recording_fails_the_same_way(daemon, jp_fetch, script):
+    recorded = script([{"code": "print(1)"}, {"code": "print(2)"}, {"code": "answer(3)"}])
+    original = await start_session(jp_fetch, "count", model=recorded, max_turns=2)
+    assert (await settled(jp_fetch, original))["state"] == "FAILED"
+    replay = await start_replay(jp_fetch, original)
+    record = await settled(jp_fetch, replay)
+    assert record["state"] == "FAILED" and "turn limit (2)" in record["error"]
+    (session,) = (await report(jp_fetch, replay))["replays"]
+    assert (session["state"], session["recorded_state"], session["divergent"]) == (
+        "FAILED",
+        "FAILED",
+        0,
+    )
