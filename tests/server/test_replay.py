@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from prime_kernel.models import profiles
 from tests.conftest import events, fetch_error, get_session, start_session, wait_for
 
 
@@ -185,3 +186,22 @@ async def test_a_failed_recording_fails_the_same_way(daemon, jp_fetch, script):
         "FAILED",
         0,
     )
+
+
+async def test_replies_that_continued_a_prefill_replay_whole(daemon, script, monkeypatch):
+    # The embedded models' way: fenced code, each reply continuing a prefill the loop sent
+    # (after a printed value, one that opens answer( ). The recorded reply already holds it.
+    def turn(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "text": "42)\n" if messages[-1]["content"].endswith("answer(") else "print(6 * 7)\n"
+        }
+
+    model = script([turn] * 4, tools=False)
+    monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
+    original = (await daemon.create_session("six times seven", model=model))["id"]
+    assert (await daemon.wait(original, 120))["answer_repr"] == "42"
+    replay = (await daemon.create_session(None, replay=original))["id"]
+    result = await daemon.wait(replay, 120)
+    assert result["state"] == "DONE" and result["answer_repr"] == "42"
+    report = await daemon.replays.report(replay)
+    assert (report["turns"], report["divergent"]) == (2, 0)
