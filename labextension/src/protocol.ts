@@ -584,8 +584,8 @@ export interface CapabilityRequest {
 
 /** POST /api/prime/kernel/sessions: rlm() from a kernel starts a child of the calling session. */
 export interface CreateChild {
-  /** The task. */
-  prompt: string;
+  /** The task (with `replay`: default, the recorded one). */
+  prompt?: string;
   /** A litellm model name; default: the parent's, PRIME_MODEL, or c.Daemon.default_model. */
   model?: string;
   /** A short name (default: the prompt's first words); at most c.Daemon.max_name_chars characters (200 unless configured), else 413 too_large. */
@@ -602,6 +602,12 @@ export interface CreateChild {
   /** The context's Python type, shown to the child. */
   context_type?: string;
   autonomous?: Autonomous;
+  /** Replay this ended session: its model's recorded replies answer each turn (no model call), its code runs again in a fresh kernel, the children its replayed turns start stand for the recorded ones (see `subtree`). Its prompt, context, model and max_turns stand for those not given. From an agent's kernel: a session of the caller's own tree. */
+  replay?: string;
+  /** With `replay`: replay this many turns, then hand the session to the live model (a branch of the trajectory). */
+  until?: number;
+  /** With `replay`: the children replay too, each in its own fresh kernel (default: a child started by a replayed turn ends at once with its recorded answer). */
+  subtree?: boolean;
 }
 
 /** POST /api/prime/kernel/sessions/batch: rlm.map() starts many children at once (all or none). */
@@ -625,8 +631,8 @@ export interface CreateSchedule {
 
 /** POST /api/prime/sessions: start a root agent session. */
 export interface CreateSession {
-  /** The task. */
-  prompt: string;
+  /** The task (with `replay`: default, the recorded one). */
+  prompt?: string;
   /** A litellm model name; default: the parent's, PRIME_MODEL, or c.Daemon.default_model. */
   model?: string;
   /** A short name (default: the prompt's first words); at most c.Daemon.max_name_chars characters (200 unless configured), else 413 too_large. */
@@ -641,6 +647,12 @@ export interface CreateSession {
   /** Any JSON value: the variable `context` in the agent's REPL (passed by file, never through the prompt). */
   context?: unknown;
   autonomous?: Autonomous;
+  /** Replay this ended session: its model's recorded replies answer each turn (no model call), its code runs again in a fresh kernel, the children its replayed turns start stand for the recorded ones (see `subtree`). Its prompt, context, model and max_turns stand for those not given. */
+  replay?: string;
+  /** With `replay`: replay this many turns, then hand the session to the live model (a branch of the trajectory). */
+  until?: number;
+  /** With `replay`: the children replay too, each in its own fresh kernel (default: a child started by a replayed turn ends at once with its recorded answer). */
+  subtree?: boolean;
 }
 
 /** POST /api/prime/sessions/{id}/export: write the trajectory as a notebook under the server root. */

@@ -14,14 +14,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import doctor, export, longrun, messages, remote, run, sessions
+from . import doctor, export, longrun, messages, remote, replay, run, sessions
 from . import harness as harness_cli
 from .common import CLIError, skip_slow_imports
 
 __all__ = ["CLIError", "main"]
 
 # Each module adds its subcommands and sets `func` on them.
-COMMAND_MODULES = [run, sessions, remote, messages, longrun, export, harness_cli, doctor]
+COMMAND_MODULES = [run, replay, sessions, remote, messages, longrun, export, harness_cli, doctor]
 
 ROOT_HELP = "the working folder; the daemon's store lives in ROOT/.prime (default: .)"
 

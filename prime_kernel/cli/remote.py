@@ -141,6 +141,9 @@ class Server:
     def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
         return list(call(self.info, "GET", f"sessions/{session_id}/events?after={after}")["events"])
 
+    def replay_report(self, session_id: str) -> dict[str, Any]:
+        return dict(call(self.info, "GET", f"sessions/{session_id}/replay"))
+
     def cancel(self, session_id: str) -> dict[str, Any]:
         return dict(call(self.info, "DELETE", f"sessions/{session_id}"))
 

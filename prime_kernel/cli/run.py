@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -164,11 +165,14 @@ def _autonomy(args: argparse.Namespace) -> dict[str, Any] | bool | None:
 
 @dataclass
 class Job:
-    """What to run: a new session (`body`, a POST /api/prime/sessions) or `resume` one."""
+    """What to run: a new session (`body`, a POST /api/prime/sessions) or `resume` one.
+    `then(server, outcome, code, out)`: what to print on `out` once the result is (while the
+    server still runs), and the exit code from there (`replay` reports its divergence so)."""
 
     body: dict[str, Any] = field(default_factory=dict)
     resume: str | None = None
     server_argv: list[str] = field(default_factory=list)
+    then: Callable[[Server, Outcome, int, TextIO], int] | None = None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -227,18 +231,30 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    def check(state: SessionState) -> None:
+        if state.terminal:
+            raise CLIError(f"session {args.id} has ended ({state.value}); nothing to resume")
+
+    return submit(args, Job(resume=args.id), about=(args.id, check))
+
+
+def submit(
+    args: argparse.Namespace,
+    job: Job,
+    about: tuple[str, Callable[[SessionState], None]] | None = None,
+) -> int:
+    """Run `job` on the server that serves `--root`, or on one this process starts.
+    `about`: a session the job is about and a check of its state, made in the store (an
+    unknown id, say, said in one line) before a server is started for it."""
     root = resolved_root(args.root)
-    job = Job(resume=args.id)
     info = find_server(str(root))
     if info is not None:
         return _remote(Server(info), job, args, root)
-    from ..protocol.states import TERMINAL
-    from .remote import offline_state
+    if about is not None:
+        from .remote import offline_state
 
-    # An unknown id, or a session that has ended: one line, before a server starts.
-    state = offline_state(str(root), args.id)
-    if state in TERMINAL:
-        raise CLIError(f"session {args.id} has ended ({state.value}); nothing to resume")
+        session_id, check = about
+        check(offline_state(str(root), session_id))
     _starting(_progress_stream(args, Terminal(sys.stdout, sys.stderr)), root)
     return _headless(args, root, job)
 
@@ -274,7 +290,8 @@ def _remote(server: Server, job: Job, args: argparse.Namespace, root: Path) -> i
         terminal = Terminal(sys.stdout, sys.stderr)
         with _interrupts(stop), Ticker(_progress_stream(args, terminal), "submitting") as ticker:
             outcome = await _submit_and_follow(server, job, args, terminal, stop, ticker, root)
-        return _report(args, root, outcome, terminal, log=None)
+        code = _report(args, root, outcome, terminal, None)
+        return await _finish(server, job, outcome, code, terminal)
 
     return asyncio.run(main())
 
@@ -369,12 +386,20 @@ async def _serve_and_follow(
             return _report(args, root, None, terminal, log)
         daemon = starting.result()
         record_startup(time.monotonic() - ticker.since)  # since make_server() began
-        outcome = await _submit_and_follow(
-            Server(app.server_info()), job, args, terminal, stop, ticker, root
-        )
+        server = Server(app.server_info())
+        outcome = await _submit_and_follow(server, job, args, terminal, stop, ticker, root)
         code = _report(args, root, outcome, terminal, log)
+        code = await _finish(server, job, outcome, code, terminal)
         await _serve_the_others(daemon, terminal, stop)
     return code
+
+
+async def _finish(
+    server: Server, job: Job, outcome: Outcome | None, code: int, terminal: Terminal
+) -> int:
+    if job.then is None or outcome is None or outcome.stopped is not None:
+        return code
+    return await asyncio.to_thread(job.then, server, outcome, code, terminal.out)
 
 
 async def _serve_the_others(daemon: Any, terminal: Terminal, stop: Stop) -> None:

@@ -77,6 +77,7 @@ from .records import SessionRecord
 from .recovery import Recovery
 from .refining import Refiner
 from .registry import SessionRegistry
+from .replay import Replays
 from .scheduler import Scheduler
 from .schedules import Schedules
 from .session import Conversation, LiveSession
@@ -372,6 +373,7 @@ class Daemon(LoggingConfigurable):
             spawn=self.spawn,
         )
         self.recovery = Recovery(self)
+        self.replays = Replays(self.store, self.registry)
         self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
         self.launcher: KernelLauncher | None = None
         self.pool: KernelPool | None = None
@@ -536,7 +538,7 @@ class Daemon(LoggingConfigurable):
 
     async def create_session(
         self,
-        prompt: str,
+        prompt: str | None,
         *,
         parent_id: str | None = None,
         model: str | None = None,
@@ -548,10 +550,30 @@ class Daemon(LoggingConfigurable):
         persistent: bool = False,
         spec: str | None = None,
         autonomous: Any = None,
+        replay: str | None = None,
+        until: int | None = None,
+        subtree: bool = False,
     ) -> dict[str, Any]:
-        """Admit a new agent session and start running it; returns its record at once."""
+        """Admit a new agent session and start running it; returns its record at once.
+        `replay`: the id of an ended session to replay (see replay.py); its prompt, context,
+        model and turn limit stand for those not given. `until`: the turns to replay before
+        the live model takes over; `subtree`: its children replay too (else they end as
+        recorded)."""
         await self.router.ready()  # validating a hosted model needs litellm: never on the loop
         parent = self.registry.get(parent_id) if parent_id else None
+        plan = None
+        if replay is not None:
+            plan = await self.replays.plan(replay, until, subtree)
+            recorded = self.registry.get(replay)
+            prompt = prompt or recorded.prompt
+            model = model or recorded.model
+            max_turns = max_turns or recorded.options.get("max_turns")
+            if context_blob is None:
+                context_blob, context_type = recorded.context_blob, recorded.context_type
+        elif until is not None or subtree:
+            raise PrimeError("until and subtree go with replay")
+        elif parent is not None:
+            plan = await self._child_replay(parent, 0)
         record = self._admit(
             prompt,
             parent=parent,
@@ -564,6 +586,7 @@ class Daemon(LoggingConfigurable):
             persistent=persistent,
             spec=spec,
             autonomous=autonomous,
+            replay=plan,
         )
         if parent is not None:
             self._check_children(parent, 1)
@@ -584,10 +607,23 @@ class Daemon(LoggingConfigurable):
                 limit=self.max_batch,
             )
         self._check_children(parent, len(requests))
-        records = [self._admit(parent=parent, **r) for r in requests]
+        plans = [await self._child_replay(parent, i) for i in range(len(requests))]
+        records = [
+            self._admit(parent=parent, replay=plan, **r)
+            for plan, r in zip(plans, requests, strict=True)
+        ]
         for record in records:
             self._launch(record, parent)
         return [self.session_json(r.id) for r in records]
+
+    async def _child_replay(self, parent: SessionRecord, more: int) -> dict[str, Any] | None:
+        """The replay plan of the child `parent` starts after `more` others it is starting
+        now: in a replayed turn, the recorded child of the same rank replays."""
+        live = self.live.get(parent.id)
+        if live is None or not parent.options.get("replay"):
+            return None
+        rank = len(self.registry.children(parent.id)) + more
+        return await self.replays.child_plan(parent, live.turns - 1, rank)
 
     def _check_children(self, parent: SessionRecord, more: int) -> None:
         have = len(self.registry.children(parent.id))
@@ -612,6 +648,7 @@ class Daemon(LoggingConfigurable):
         persistent: bool = False,
         spec: str | None = None,
         autonomous: Any = None,
+        replay: dict[str, Any] | None = None,
     ) -> SessionRecord:
         """Check a request and build its record (nothing is stored yet)."""
         if not isinstance(prompt, str) or not prompt.strip():
@@ -656,7 +693,8 @@ class Daemon(LoggingConfigurable):
                 max_depth=self.max_depth,
             )
         model = self.resolve_model(model, parent)
-        self.router.validate(model)  # before any kernel starts
+        if replay is None or replay["until"] is not None:  # a whole replay calls no model
+            self.router.validate(model)  # before any kernel starts
         budget = self.accounting.admit(parent, budget, self.default_budget)
         session_id = new_id("s")
         options: dict[str, Any] = {
@@ -668,6 +706,8 @@ class Daemon(LoggingConfigurable):
         plan = self.autonomy.parse(autonomous)
         if plan is not None:
             options["autonomous"] = plan
+        if replay is not None:
+            options["replay"] = replay
         return SessionRecord(
             id=session_id,
             name=name or _short(prompt, self.max_name_chars),
@@ -767,6 +807,10 @@ class Daemon(LoggingConfigurable):
         acquired = False
         try:
             await self._started.wait()
+            recorded = self.replays.answered(live.record)
+            if recorded is not None:  # a replayed child that runs nothing: it ends as recorded
+                self._end_as(live, recorded)
+                return
             async with self.passivation.lock(live.id):
                 pass  # a passivation in progress finishes first
             await self.scheduler.acquire(live.id)
@@ -811,6 +855,14 @@ class Daemon(LoggingConfigurable):
         finally:
             if acquired:
                 self.scheduler.release(live.id)
+
+    def _end_as(self, live: LiveSession, recorded: SessionRecord) -> None:
+        if recorded.state != SessionState.DONE:
+            self._fail(live, recorded.error or f"ended {recorded.state.value}")
+            return
+        kind = "answer" if recorded.answer_blob else "reply"
+        self.record_answer(live, recorded.answer_blob, recorded.answer_repr or "", kind)
+        self.lifecycle.change(live.record, SessionState.DONE)
 
     def _kernels_unavailable(self, live: LiveSession, error: str) -> None:
         """No kernel can be had (a gateway down, or refusing us). A root that was at work
@@ -1036,6 +1088,10 @@ class Daemon(LoggingConfigurable):
     async def model_call(
         self, live: LiveSession, messages: list[dict[str, Any]], tools: bool, **kwargs: Any
     ) -> Completion:
+        recorded = self.replays.reply(live.record, live.turns)
+        if recorded is not None:  # no model call, nothing spent
+            self._account(live, recorded, model=f"replay/{live.record.options['replay']['of']}")
+            return recorded
         completion = await self.router.complete(
             live.record.model or "",
             self.goals.decorate(live.record, messages),

@@ -196,7 +196,7 @@ class AgentLoop:
         )
         completion = await self.within_deadline(call, "a model call was still running")
         message = dict(completion.message)
-        if prefill:
+        if prefill and not completion.whole:
             message["content"] = policy.complete_reply(prefill, message.get("content") or "")
         return message
 

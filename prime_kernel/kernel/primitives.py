@@ -111,6 +111,11 @@ class Handle:
     def usage(self) -> dict[str, Any]:
         return dict(self.refresh()["usage"])
 
+    def replay_report(self) -> dict[str, Any]:
+        """For `rlm(replay=ID)`, once it ended: turns replayed, sessions, divergent cells, and
+        each session's first divergent cell (with a diff of its output)."""
+        return dict(client().request("GET", f"sessions/{self.session_id}/replay"))
+
     def done(self) -> bool:
         return self.status in TERMINAL
 
@@ -215,15 +220,16 @@ class Handle:
 
 
 def _rlm_request(
-    prompt: str,
+    prompt: str | None,
     context: Any,
     has_context: bool,
     **options: Any,
 ) -> dict[str, Any]:
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise InvalidRequest("rlm() needs a non-empty prompt string")
-    body: dict[str, Any] = {"prompt": prompt}
-    body.update({k: v for k, v in options.items() if v is not None})
+    body: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+    if prompt is not None or "replay" not in body:  # a replay's default: the recorded prompt
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise InvalidRequest("rlm() needs a non-empty prompt string")
+        body["prompt"] = prompt
     if has_context:
         data = _pickle(context, "the context")
         blob = client().request("POST", "blobs", raw=data, query={"what": "context"})
@@ -240,11 +246,14 @@ _MISSING = object()
 class _RLM:
     """`rlm(prompt, context=..., model=..., name=..., spec=..., budget=..., autonomous=...)`
     -> Handle. `autonomous=True` (or {"gate": "pytest -q", "max_continuations": 3, "turns": 12,
-    "tokens": 80_000, "seconds": 1800}) keeps the child going until its gate passes."""
+    "tokens": 80_000, "seconds": 1800}) keeps the child going until its gate passes.
+    `rlm(replay=ID)` replays the ended session ID (its recorded model replies, its code run
+    again; `until=N`: the live model takes over after N turns); its handle's `replay_report()`
+    says where its cells diverged from the recording."""
 
     def __call__(
         self,
-        prompt: str,
+        prompt: str | None = None,
         *,
         context: Any = _MISSING,
         model: str | None = None,
@@ -254,6 +263,8 @@ class _RLM:
         max_turns: int | None = None,
         persistent: bool | None = None,
         autonomous: bool | dict[str, Any] | None = None,
+        replay: str | None = None,
+        until: int | None = None,
     ) -> Handle:
         body = _rlm_request(
             prompt,
@@ -266,6 +277,8 @@ class _RLM:
             max_turns=max_turns,
             persistent=persistent,
             autonomous=autonomous,
+            replay=replay,
+            until=until,
         )
         return Handle(client().request("POST", "sessions", body))
 

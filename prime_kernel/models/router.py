@@ -69,6 +69,8 @@ class Completion:
     usage: dict[str, float] = field(default_factory=dict)
     cost: float = 0.0
     duration: float = 0.0
+    # The message is a whole reply as recorded (a replay's), the prefill it continued in it.
+    whole: bool = False
 
 
 class ModelRouter:

@@ -44,6 +44,7 @@ ROUTES: list[Route] = [
     Route("GET", "/sessions/{id}/events", _U, "Its trajectory: ?after=SEQ"),
     Route("POST", "/sessions/{id}/interrupt", _U, "Interrupt the cell its kernel runs"),
     Route("POST", "/sessions/{id}/resume", _U, "Run an INACTIVE session again"),
+    Route("GET", "/sessions/{id}/replay", _U, "A replay against its recording: divergent cells"),
     Route("POST", "/sessions/{id}/verify", _U, "Mark its answer right or wrong", "verify"),
     Route("GET", "/sessions/{id}/context", _U, "The pickled context it was given"),
     Route("POST", "/sessions/{id}/messages", _U, "A person's message", "user_message"),
@@ -67,6 +68,7 @@ ROUTES: list[Route] = [
     Route("DELETE", "/kernel/sessions/{id}", _K, "Cancel a descendant"),
     Route("GET", "/kernel/sessions/{id}/wait", _K, "Wait for a descendant: ?timeout="),
     Route("GET", "/kernel/sessions/{id}/answer", _K, "A descendant's pickled answer"),
+    Route("GET", "/kernel/sessions/{id}/replay", _K, "h.replay_report(): a replay's divergence"),
     Route(
         "POST",
         "/kernel/sessions/{id}/verify",

@@ -57,7 +57,7 @@ class SessionsHandler(UserHandler):
             self.daemon.check_blob_size(len(data), "the context")
             body["context_blob"] = await self.daemon.store.put_blob(data)
             body["context_type"] = type(context).__name__
-        record = await self.daemon.create_session(body.pop("prompt"), **body)
+        record = await self.daemon.create_session(body.pop("prompt", None), **body)
         await self.reply(record, status=201)
 
 
@@ -90,6 +90,17 @@ class InterruptHandler(UserHandler):
         self.write_json({"interrupted": session_id})
 
 
+class ReplayReportHandler(UserHandler):
+    async def get(self, session_id: str) -> None:
+        self.write_json(await self.daemon.replays.report(session_id))
+
+
+class ReplayOfHandler(KernelHandler):
+    async def get(self, session_id: str) -> None:
+        self.daemon.descendant_of(self.caller, session_id)
+        self.write_json(await self.daemon.replays.report(session_id))
+
+
 class ResumeHandler(UserHandler):
     async def post(self, session_id: str) -> None:
         await self.reply(self.daemon.resume(session_id))
@@ -106,11 +117,19 @@ class ModelsHandler(UserHandler):
 
 
 # -- kernels ----------------------------------------------------------------------------------
+def _check_replay(handler: KernelHandler, body: dict[str, Any]) -> None:
+    """An agent replays only sessions of its own tree (what it could read anyway); a person's
+    notebook kernel, any session."""
+    if body.get("replay") is not None and handler.caller.record.is_agent:
+        handler.daemon.own_tree(handler.caller, body["replay"])
+
+
 class ChildrenHandler(KernelHandler):
     async def post(self) -> None:
         body = self.body("create_child")
+        _check_replay(self, body)
         record = await self.daemon.create_session(
-            body.pop("prompt"), parent_id=self.caller.id, **body
+            body.pop("prompt", None), parent_id=self.caller.id, **body
         )
         await self.reply(record, status=201)
 
@@ -118,6 +137,8 @@ class ChildrenHandler(KernelHandler):
 class BatchChildrenHandler(KernelHandler):
     async def post(self) -> None:
         requests = self.body("create_children")["sessions"]
+        for request in requests:
+            _check_replay(self, request)
         records = await self.daemon.create_children(self.caller.id, requests)
         await self.reply({"sessions": records}, status=201)
 
@@ -219,6 +240,7 @@ HANDLERS: list[tuple[str, Any]] = [
     (rf"{API}/sessions/{ID}/events", EventsHandler),
     (rf"{API}/sessions/{ID}/interrupt", InterruptHandler),
     (rf"{API}/sessions/{ID}/resume", ResumeHandler),
+    (rf"{API}/sessions/{ID}/replay", ReplayReportHandler),
     (rf"{API}/sessions/{ID}/context", SessionContextHandler),
     (rf"{API}/models", ModelsHandler),
     (rf"{KERNEL_API}/sessions", ChildrenHandler),
@@ -226,6 +248,7 @@ HANDLERS: list[tuple[str, Any]] = [
     (rf"{KERNEL_API}/sessions/{ID}", ChildHandler),
     (rf"{KERNEL_API}/sessions/{ID}/wait", WaitHandler),
     (rf"{KERNEL_API}/sessions/{ID}/answer", AnswerOfHandler),
+    (rf"{KERNEL_API}/sessions/{ID}/replay", ReplayOfHandler),
     (rf"{KERNEL_API}/blobs", BlobsHandler),
     (rf"{KERNEL_API}/context", ContextHandler),
     (rf"{KERNEL_API}/answer", AnswerHandler),
