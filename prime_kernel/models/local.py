@@ -148,6 +148,12 @@ _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-model")
 _servers: dict[str, Any] = {}
 
 
+def load_now(spec: LocalModel) -> None:
+    """Load `spec` now, as a server's first call to it would (its weights checked first);
+    blocks until loaded (bench/load_time.py times it)."""
+    _worker.submit(_load, spec).result()
+
+
 def _threads() -> int:
     """Threads for llama.cpp: the CPUs this process may use, less one, at most 4.
 
