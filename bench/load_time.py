@@ -3,7 +3,7 @@ and hashed into the cache, then llama.cpp's load) and a later first load in a ne
 stamp checked by a stat, then llama.cpp's load).
 
     python bench/load_time.py            # a new cache folder: the first load ever
-    python bench/load_time.py FOLDER     # run twice with the same FOLDER: the second is a later load
+    python bench/load_time.py FOLDER     # twice with the same FOLDER: the second is a later load
     python bench/load_time.py FOLDER local/smollm2
 """
 
