@@ -145,12 +145,16 @@ export function formatBytes(n: number | null | undefined): string {
   return `${value.toFixed(digits).replace(/\.0$/, '')} ${units[unit]}`;
 }
 
-/** "1.2k tok · $0.12", with the subtree total in parentheses when it differs. */
+/** "1.2k tok · $0.12", with the subtree total in parentheses when it differs, and the share of
+ * the subtree's prompt tokens the provider served from its cache ("· 93% cached"). */
 export function formatUsage(s: Pick<Session, 'usage'>): string {
   const { own, subtree } = s.usage;
   let text = `${formatTokens(own.total_tokens)} tok · ${formatCost(own.cost)}`;
   if (subtree.total_tokens !== own.total_tokens || subtree.cost !== own.cost) {
     text += ` (Σ ${formatTokens(subtree.total_tokens)} · ${formatCost(subtree.cost)})`;
+  }
+  if (subtree.prompt_tokens && subtree.cached_tokens) {
+    text += ` · ${Math.round((100 * subtree.cached_tokens) / subtree.prompt_tokens)}% cached`;
   }
   return text;
 }

@@ -130,19 +130,25 @@ export interface EventDataMap {
     state: "ADMITTED" | "RUNNING" | "IDLE" | "INACTIVE" | "DONE" | "FAILED" | "CANCELLED";
     reason?: string;
   };
-  /** One model call: tokens, cost and duration. */
+  /** One model call: tokens, cost and duration. `uncached_cost`: its price without the provider's prompt cache; `cache_break`: where its prompt stopped beginning with the previous call's stored conversation (`planned`: by a compaction). */
   model_call: {
     model: string;
     usage: {
       prompt_tokens?: number;
       completion_tokens?: number;
       cached_tokens?: number;
+      cache_write_tokens?: number;
       total_tokens?: number;
     };
     cost: number;
+    uncached_cost?: number;
     duration: number;
     finish_reason?: string | null;
     purpose?: string;
+    cache_break?: {
+      at: number;
+      planned: boolean;
+    };
   };
   /** What the model said in a turn, with its tool calls. */
   assistant: {
@@ -380,13 +386,15 @@ export const HARNESS_KINDS: Readonly<Record<HarnessKind, { folder: string; title
 
 export const SESSION_EVENT_SCHEMA: string = "https://events.prime-kernel.dev/prime_kernel/session/v1";
 
-/** What a session (or a subtree) spent. */
+/** What a session (or a subtree) spent. `cached_tokens` and `cache_write_tokens` are the prompt tokens the provider read from / wrote to its prompt cache (part of `prompt_tokens`); `uncached_cost` is what the calls would have cost without the cache. */
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   cached_tokens: number;
+  cache_write_tokens: number;
   total_tokens: number;
   cost: number;
+  uncached_cost: number;
   model_calls: number;
   cells: number;
   wall_time: number;
@@ -424,9 +432,9 @@ export interface Session {
   /** Whether its kernel is up (a person can attach a console). */
   kernel_alive: boolean;
   usage: {
-    /** What a session (or a subtree) spent. */
+    /** What a session (or a subtree) spent. `cached_tokens` and `cache_write_tokens` are the prompt tokens the provider read from / wrote to its prompt cache (part of `prompt_tokens`); `uncached_cost` is what the calls would have cost without the cache. */
     own: Usage;
-    /** What a session (or a subtree) spent. */
+    /** What a session (or a subtree) spent. `cached_tokens` and `cache_write_tokens` are the prompt tokens the provider read from / wrote to its prompt cache (part of `prompt_tokens`); `uncached_cost` is what the calls would have cost without the cache. */
     subtree: Usage;
   };
   children: Array<string>;

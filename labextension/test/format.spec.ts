@@ -74,6 +74,8 @@ describe('formatting', () => {
     });
     expect(formatUsage(leaf)).toBe('10 tok · $0');
     expect(formatUsage(S('c'))).toBe('0 tok · $0');
+    const u = U({ total_tokens: 10100, prompt_tokens: 10000, cached_tokens: 9300, cost: 0.01 });
+    expect(formatUsage(S('d', { usage: { own: u, subtree: u } }))).toBe('10k tok · $0.01 · 93% cached');
   });
 });
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..models.router import Completion
 from . import budget as budget_rules
 from . import usage as usage_mod
 from .records import SessionRecord
@@ -20,6 +21,13 @@ from .registry import SessionRegistry
 
 # What budgets count; wall time is not among them (a session's seconds are its own).
 _COUNTERS = ("total_tokens", "cost", "model_calls")
+_TOKENS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "total_tokens",
+)
 
 
 class Accounting:
@@ -87,14 +95,13 @@ class Accounting:
                 for key, value in delta.items():
                     kept[key] += value
 
-    def add_completion(self, record: SessionRecord, usage: dict[str, Any], cost: float) -> None:
+    def add_completion(self, record: SessionRecord, completion: Completion) -> None:
+        usage = completion.usage
         self.add(
             record,
-            **{
-                k: usage.get(k, 0)
-                for k in ("prompt_tokens", "completion_tokens", "cached_tokens", "total_tokens")
-            },
-            cost=cost,
+            **{k: usage.get(k, 0) for k in _TOKENS},
+            cost=completion.cost,
+            uncached_cost=completion.uncached_cost,
             model_calls=1,
         )
 

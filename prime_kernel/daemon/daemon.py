@@ -73,6 +73,7 @@ from .loop import AgentLoop, TurnLimitReached
 from .mailbox import Limits, Mailbox
 from .observation import render
 from .passivation import Passivation, Snapshots
+from .prompt_cache import stable_length
 from .records import SessionRecord
 from .recovery import Recovery
 from .refining import Refiner
@@ -1075,6 +1076,7 @@ class Daemon(LoggingConfigurable):
         if compacted.completion is not None:
             self._account(live, compacted.completion, purpose="compaction")
         live.conversation.replace(compacted.messages)
+        live.prefix.planned = True  # the one break of the cached prefix that is meant
         self.emit(live, EventKind.COMPACTION, data)
         return True
 
@@ -1092,13 +1094,18 @@ class Daemon(LoggingConfigurable):
         if recorded is not None:  # no model call, nothing spent
             self._account(live, recorded, model=f"replay/{live.record.options['replay']['of']}")
             return recorded
+        # The stored conversation goes first, unchanged, so the provider can serve it from its
+        # prompt cache; the goal (and a prefill) follow it for this call only (prompt_cache.py).
+        stable = stable_length(messages)
+        cache_break = live.prefix.check(messages[:stable])
         completion = await self.router.complete(
             live.record.model or "",
-            self.goals.decorate(live.record, messages),
+            self.goals.decorate(live.record, messages, stable),
             tools=[PYTHON_TOOL] if tools else None,
+            cache_at=stable,
             **{**self.model_kwargs, **kwargs},
         )
-        self._account(live, completion)
+        self._account(live, completion, cache_break=cache_break)
         self.refiner.turn_taken()
         return completion
 
@@ -1108,17 +1115,21 @@ class Daemon(LoggingConfigurable):
         completion: Completion,
         purpose: str = "",
         model: str | None = None,
+        cache_break: dict[str, Any] | None = None,
     ) -> None:
-        self.accounting.add_completion(live.record, completion.usage, completion.cost)
+        self.accounting.add_completion(live.record, completion)
         data: dict[str, Any] = {
             "model": model or live.record.model,
             "usage": completion.usage,
             "cost": completion.cost,
+            "uncached_cost": completion.uncached_cost,
             "duration": round(completion.duration, 6),
             "finish_reason": completion.finish_reason,
         }
         if purpose:
             data["purpose"] = purpose
+        if cache_break is not None:
+            data["cache_break"] = cache_break
         self.emit(live, EventKind.MODEL_CALL, data)
 
     async def run_cell(self, live: LiveSession, code: str, source: str = "agent") -> CellResult:

@@ -1,11 +1,15 @@
 """Goals: what a session works towards, kept in front of its model on every turn.
 
 A goal lives on the session's record (`goal`, written through to the store), so it survives a
-restart with the record. It is never part of the conversation: the daemon adds it to the system
-message of every model call (`decorate`), so a compaction, which summarises the conversation,
-cannot drop or blur it. Every change is a `goal` event — set, progress, done, cleared — made by
-the session itself (`goal.*` in its REPL) or by a person (REST, `prime-agent goal`); a person's
-change is also told to the model at its next turn.
+restart with the record. It is never part of the conversation: the daemon adds it as a trailing
+message to every model call (`decorate`), so a compaction, which summarises the conversation,
+cannot drop or blur it. It goes at the end, never into the system message: a provider caches a
+prompt's unchanged beginning, and a goal rewritten in the system message on every progress note
+would make it read the whole conversation again at full price (docs/prompt-cache.md).
+
+Every change is a `goal` event — set, progress, done, cleared — made by the session itself
+(`goal.*` in its REPL) or by a person (REST, `prime-agent goal`); a person's change is also told
+to the model at its next turn.
 """
 
 from __future__ import annotations
@@ -112,7 +116,7 @@ class Goals(LoggingConfigurable):
         """A person's change is news to the model (its own changes it made itself)."""
         live = self.registry.live.get(record.id)
         if by == USER and live is not None and record.is_agent:
-            live.notes.append(note + " Your goal is shown at the end of the system prompt.")
+            live.notes.append(note + " Your goal is shown after the latest message on every turn.")
 
     # -- checks ---------------------------------------------------------------------------------
     def _open(self, record: SessionRecord) -> None:
@@ -160,19 +164,14 @@ class Goals(LoggingConfigurable):
         return "\n".join(lines)
 
     def decorate(
-        self, record: SessionRecord, messages: list[dict[str, Any]]
+        self, record: SessionRecord, messages: list[dict[str, Any]], stable: int
     ) -> list[dict[str, Any]]:
-        """`messages` for a model call, with the goal at the end of the system message."""
+        """`messages` for a model call with the goal as a message after the first `stable` ones
+        (the stored conversation; what follows is a prefill the reply continues), never kept."""
         section = self.section(record)
         if section is None:
             return messages
-        if messages and messages[0].get("role") == "system":
-            first = messages[0]
-            return [
-                {**first, "content": f"{first.get('content') or ''}\n\n{section}"},
-                *messages[1:],
-            ]
-        return [{"role": "system", "content": section}, *messages]
+        return [*messages[:stable], {"role": "user", "content": section}, *messages[stable:]]
 
 
 def _who(by: str) -> str:

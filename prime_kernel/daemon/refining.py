@@ -99,7 +99,7 @@ class Refiner:
                 kwargs["response_format"] = response_format
             completion = await daemon.router.stream(model, messages, on_text, **kwargs)
             if caller is not None:
-                daemon.accounting.add_completion(caller.record, completion.usage, completion.cost)
+                daemon.accounting.add_completion(caller.record, completion)
             return str(completion.message.get("content") or ""), {
                 **completion.usage,
                 "cost": completion.cost,

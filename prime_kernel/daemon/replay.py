@@ -30,7 +30,13 @@ from .store import Store
 
 # Lines of unified diff shown for a divergent cell.
 DIFF_LINES = 12
-_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "total_tokens")
+_USAGE_KEYS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "total_tokens",
+)
 
 
 @dataclass

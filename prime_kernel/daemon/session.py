@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.states import SessionState
+from .prompt_cache import PrefixCheck
 from .records import SessionRecord
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ class LiveSession:
     turns: int = 0
     cancelling: bool = False
     compact_requested: bool = False
+    # The stored conversation the last model call began with (prompt_cache.py).
+    prefix: PrefixCheck = field(default_factory=PrefixCheck)
     # Names in the REPL after the last cell that ran (to say what a restore lost).
     repl_names: list[str] = field(default_factory=list)
     last_snapshot: float = 0.0

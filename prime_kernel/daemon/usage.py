@@ -5,17 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-FIELDS = (
-    "prompt_tokens",
-    "completion_tokens",
-    "cached_tokens",
-    "total_tokens",
-    "cost",
-    "model_calls",
-    "cells",
-    "wall_time",
-    "kernel_time",
-)
+from ..protocol.records import USAGE_FIELDS
+
+FIELDS = USAGE_FIELDS
 
 
 def empty() -> dict[str, float]:
@@ -34,4 +26,5 @@ def summed(parts: Iterable[dict[str, Any]]) -> dict[str, float]:
     for part in parts:
         add(total, part)
     total["cost"] = round(total["cost"], 10)
+    total["uncached_cost"] = round(total["uncached_cost"], 10)
     return total

@@ -29,6 +29,10 @@ def litellm_module() -> Any:
 
 
 CUSTOM_PROVIDERS = ("scripted", "local")
+# Providers serving Claude, whose prompt cache holds only what `cache_control` breakpoints mark;
+# the others (OpenAI, Gemini, DeepSeek) cache a prompt's beginning by themselves, and litellm
+# would pass them the breakpoints unchanged.
+BREAKPOINT_PROVIDERS = ("anthropic", "vertex_ai", "bedrock", "azure_ai")
 
 
 def import_litellm() -> Any:
@@ -71,6 +75,8 @@ class Completion:
     duration: float = 0.0
     # The message is a whole reply as recorded (a replay's), the prefill it continued in it.
     whole: bool = False
+    # What the call would have cost with nothing read from or written to the provider's cache.
+    uncached_cost: float = 0.0
 
 
 class ModelRouter:
@@ -84,6 +90,7 @@ class ModelRouter:
         self._direct = openai_direct.DirectOpenAI()
         # Per-token rates of the models the direct path priced (see openai_direct.price).
         self._rates: dict[str, Any] = {}
+        self._breakpoints: dict[str, bool] = {}
 
     @property
     def litellm(self) -> Any:
@@ -153,6 +160,24 @@ class ModelRouter:
         except Exception:
             return False
 
+    def needs_breakpoints(self, model: str) -> bool:
+        """Whether `model`'s provider caches only what `cache_control` breakpoints mark (Claude;
+        a scripted model declared `cache="anthropic"`)."""
+        known = self._breakpoints.get(model)
+        if known is None:
+            provider = self.provider(model)
+            if provider == "scripted":
+                from . import scripted
+
+                try:
+                    known = scripted.get_script(model.split("/", 1)[1]).cache == "anthropic"
+                except KeyError:
+                    known = False
+            else:
+                known = provider in BREAKPOINT_PROVIDERS and "claude" in model.lower()
+            self._breakpoints[model] = known
+        return known
+
     def context_window(self, model: str) -> int | None:
         try:
             info = self.litellm.get_model_info(model)
@@ -187,8 +212,11 @@ class ModelRouter:
         messages: list[dict[str, Any]],
         *,
         tools: list[dict[str, Any]] | None = None,
+        cache_at: int | None = None,
         **kwargs: Any,
     ) -> Completion:
+        """One model call. `cache_at`: how many leading messages are the stable, cacheable
+        part (prompt_cache.py), marked with breakpoints for the providers that need them."""
         litellm = self.litellm
         start = time.monotonic()
         where = openai_direct.endpoint(litellm, model, kwargs) if self.direct else None
@@ -198,6 +226,8 @@ class ModelRouter:
             except openai_direct.DirectError as e:
                 raise ModelError(f"model call to {model!r} failed: {e}", model=model) from None
             return _from_json(litellm, model, reply, time.monotonic() - start, self._rates)
+        if cache_at and self.needs_breakpoints(model):
+            messages = with_breakpoints(messages, cache_at)
         try:
             response = await asyncio.wait_for(
                 litellm.acompletion(model=model, messages=messages, tools=tools or None, **kwargs),
@@ -207,7 +237,7 @@ class ModelRouter:
             raise self._late(model) from None
         except Exception as e:
             raise ModelError(f"model call to {model!r} failed: {e}", model=model) from e
-        return _completion(litellm, response, time.monotonic() - start)
+        return _completion(litellm, model, response, time.monotonic() - start)
 
     async def stream(
         self,
@@ -245,7 +275,7 @@ class ModelRouter:
             raise ModelError(f"model call to {model!r} failed: {e}", model=model) from e
         if response is None:
             raise ModelError(f"model call to {model!r} returned nothing", model=model)
-        return _completion(litellm, response, time.monotonic() - start)
+        return _completion(litellm, model, response, time.monotonic() - start)
 
     def _late(self, model: str) -> ModelError:
         return ModelError(
@@ -270,6 +300,26 @@ class ModelRouter:
 
     async def text(self, model: str, prompt: str, **kwargs: Any) -> Completion:
         return await self.complete(model, [{"role": "user", "content": prompt}], **kwargs)
+
+
+def with_breakpoints(messages: list[dict[str, Any]], stable: int) -> list[dict[str, Any]]:
+    """`messages` with Anthropic-style `cache_control` breakpoints on the system message and on
+    the last stable message (the cache then holds the conversation so far; the goal and a
+    prefill after it are read at full price). Copies; the conversation is never changed."""
+    marks = {0, stable - 1} if stable > 0 else set()
+    out = []
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        if i in marks and content and m.get("role") in ("system", "user", "tool"):
+            blocks: list[dict[str, Any]] = (
+                [{"type": "text", "text": content}]
+                if isinstance(content, str)
+                else [dict(b) for b in content]
+            )
+            blocks[-1]["cache_control"] = {"type": "ephemeral"}
+            m = {**m, "content": blocks}
+        out.append(m)
+    return out
 
 
 def _from_json(
@@ -297,22 +347,22 @@ def _from_json(
     prompt = int(raw.get("prompt_tokens") or 0)
     completion = int(raw.get("completion_tokens") or 0)
     cached = int((raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-    usage: dict[str, float] = {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "cached_tokens": cached,
-        "total_tokens": prompt + completion,
-    }
-    cost = 0.0
+    usage = _usage_dict(prompt, completion, cached, 0)
+    cost = uncached = 0.0
     if raw:
+        name = model.split("/", 1)[1]
         try:
-            cost = openai_direct.price(litellm, model.split("/", 1)[1], raw, rates)
+            cost = openai_direct.price(litellm, name, raw, rates)
+            plain = {**raw, "prompt_tokens_details": {}}
+            uncached = openai_direct.price(litellm, name, plain, rates)
         except Exception:  # a model litellm cannot price, as on its own path
-            cost = 0.0
-    return Completion(message, choice.get("finish_reason"), usage, cost, duration)
+            cost = uncached = 0.0
+    return Completion(
+        message, choice.get("finish_reason"), usage, cost, duration, uncached_cost=uncached
+    )
 
 
-def _completion(litellm: Any, response: Any, duration: float) -> Completion:
+def _completion(litellm: Any, model: str, response: Any, duration: float) -> Completion:
     """A Completion from a litellm ModelResponse, priced (once) as litellm prices it."""
     choice = response.choices[0]
     msg = choice.message
@@ -335,20 +385,56 @@ def _completion(litellm: Any, response: Any, duration: float) -> Completion:
             cost = litellm.completion_cost(completion_response=response)
         except Exception:  # models litellm cannot price (unregistered local ones)
             cost = 0.0
-    return Completion(message, choice.finish_reason, usage, float(cost or 0.0), duration)
+    cost = float(cost or 0.0)
+    return Completion(
+        message,
+        choice.finish_reason,
+        usage,
+        cost,
+        duration,
+        uncached_cost=_uncached_cost(litellm, model, usage, cost),
+    )
+
+
+def _uncached_cost(litellm: Any, model: str, usage: dict[str, float], cost: float) -> float:
+    """The price of `usage` had every prompt token been read at the plain input rate."""
+    if not (usage["cached_tokens"] or usage["cache_write_tokens"]) or not cost:
+        return cost
+    try:
+        prompt, completion = litellm.cost_per_token(
+            model=model,
+            prompt_tokens=int(usage["prompt_tokens"]),
+            completion_tokens=int(usage["completion_tokens"]),
+        )
+    except Exception:  # priced by litellm above, but not by name: keep what was paid
+        return cost
+    return float(prompt + completion)
+
+
+def _usage_dict(prompt: int, completion: int, cached: int, written: int) -> dict[str, float]:
+    # `prompt` counts every prompt token, read from the cache (`cached`), written to it
+    # (`written`, Anthropic's cache_creation_input_tokens) or neither, for every provider.
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cached_tokens": cached,
+        "cache_write_tokens": written,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _usage(response: Any) -> dict[str, float]:
     u = getattr(response, "usage", None)
     if u is None:
-        return {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "total_tokens": 0}
+        return _usage_dict(0, 0, 0, 0)
     details = getattr(u, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", 0) if details is not None else 0
-    prompt = int(getattr(u, "prompt_tokens", 0) or 0)
-    completion = int(getattr(u, "completion_tokens", 0) or 0)
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "cached_tokens": int(cached or 0),
-        "total_tokens": prompt + completion,
-    }
+    written = getattr(u, "cache_creation_input_tokens", None)
+    if written is None and details is not None:
+        written = getattr(details, "cache_creation_tokens", 0)
+    return _usage_dict(
+        int(getattr(u, "prompt_tokens", 0) or 0),
+        int(getattr(u, "completion_tokens", 0) or 0),
+        int(cached or 0),
+        int(written or 0),
+    )

@@ -14,6 +14,10 @@ returning one) with any of:
   the estimate (about four characters per token);
 - ``sleep``: seconds to wait before answering (to exercise cancellation and timeouts).
 
+A script registered with ``cache="openai"`` or ``cache="anthropic"`` reports cached prompt tokens
+as that kind of provider would (`PromptCache`), and `price_like` prices it as a real model of
+litellm's cost map (cache reads and writes included).
+
 Streamed calls (`stream=True`) get the text of the turn in a few pieces, then the usage.
 
 Scripts come from `register_script()` in-process, or from a JSON file named by the
@@ -37,6 +41,9 @@ PROVIDER = "scripted"
 # Priced like a small hosted model so cost accounting has something to add up.
 INPUT_COST_PER_TOKEN = 1e-6
 OUTPUT_COST_PER_TOKEN = 2e-6
+# A cache read at a tenth of the input price, a write at 1.25 times it (Anthropic's ratios).
+CACHE_READ_COST_PER_TOKEN = 1e-7
+CACHE_WRITE_COST_PER_TOKEN = 1.25e-6
 
 Turn = dict[str, Any] | Callable[[list[dict[str, Any]]], dict[str, Any]]
 
@@ -47,6 +54,10 @@ class Script:
     tools: bool = True
     context_window: int = 32768
     extra: dict[str, Any] = field(default_factory=dict)
+    # "openai" or "anthropic": report cached prompt tokens as that provider does ("" none).
+    cache: str = ""
+    # A model of litellm's cost map to price this one as ("": the default scripted prices).
+    price_like: str = ""
 
 
 _SCRIPTS: dict[str, Script] = {}
@@ -54,10 +65,25 @@ _loaded_file: str | None = None
 
 
 def register_script(
-    name: str, turns: list[Turn], *, tools: bool = True, context_window: int = 32768
+    name: str,
+    turns: list[Turn],
+    *,
+    tools: bool = True,
+    context_window: int = 32768,
+    cache: str = "",
+    price_like: str = "",
 ) -> str:
     """Register a script and return its litellm model name, `scripted/<name>`."""
-    _SCRIPTS[name] = Script(list(turns), tools=tools, context_window=context_window)
+    if cache not in ("", "openai", "anthropic"):
+        raise ValueError(f"cache must be 'openai', 'anthropic' or '', not {cache!r}")
+    _SCRIPTS[name] = Script(
+        list(turns),
+        tools=tools,
+        context_window=context_window,
+        cache=cache,
+        price_like=price_like,
+    )
+    _CACHE.forget(f"{PROVIDER}/{name}")
     _register_price(name)
     return f"{PROVIDER}/{name}"
 
@@ -71,6 +97,8 @@ def load_scripts_file(path: str) -> None:
             spec["turns"],
             tools=spec.get("tools", True),
             context_window=spec.get("context_window", 32768),
+            cache=spec.get("cache", ""),
+            price_like=spec.get("price_like", ""),
         )
 
 
@@ -107,11 +135,19 @@ def _register_price(name: str) -> None:
 def register_prices(litellm: Any, names: list[str] | None = None) -> None:
     for name in names if names is not None else script_names():
         script = _SCRIPTS[name]
+        prices = {
+            "input_cost_per_token": INPUT_COST_PER_TOKEN,
+            "output_cost_per_token": OUTPUT_COST_PER_TOKEN,
+            "cache_read_input_token_cost": CACHE_READ_COST_PER_TOKEN,
+            "cache_creation_input_token_cost": CACHE_WRITE_COST_PER_TOKEN,
+        }
+        if script.price_like:
+            info = litellm.get_model_info(script.price_like)
+            prices = {k: info[k] for k in prices if info.get(k) is not None}
         litellm.register_model(
             {
                 f"{PROVIDER}/{name}": {
-                    "input_cost_per_token": INPUT_COST_PER_TOKEN,
-                    "output_cost_per_token": OUTPUT_COST_PER_TOKEN,
+                    **prices,
                     "litellm_provider": PROVIDER,
                     "mode": "chat",
                     "max_tokens": 4096,
@@ -160,7 +196,9 @@ def _extract(pattern: str, messages: list[dict[str, Any]]) -> str:
     return found.group(1) if found.re.groups else found.group(0)
 
 
-def _build_response(model: str, turn: dict[str, Any], messages: list[dict[str, Any]]) -> Any:
+def _build_response(
+    model: str, turn: dict[str, Any], messages: list[dict[str, Any]], tools: Any = None
+) -> Any:
     import litellm
 
     text = turn.get("text") or ""
@@ -178,11 +216,15 @@ def _build_response(model: str, turn: dict[str, Any], messages: list[dict[str, A
         for code in codes or []
     ]
     usage = turn.get("usage") or {}
-    prompt_tokens = usage.get("prompt_tokens", _tokens(_message_text(messages)))
+    style = get_script(model.split("/", 1)[1]).cache
+    if style and "usage" not in turn:
+        prompt_tokens, cached, written = _CACHE.serve(style, model, messages, tools)
+    else:
+        prompt_tokens = usage.get("prompt_tokens", _tokens(_message_text(messages)))
+        cached, written = usage.get("cached_tokens", 0), usage.get("cache_write_tokens", 0)
     completion_tokens = usage.get(
         "completion_tokens", _tokens(text + "".join(codes or [])) + 5 * len(tool_calls)
     )
-    cached = usage.get("cached_tokens", 0)
     message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if tool_calls:
         message["tool_calls"] = tool_calls
@@ -202,6 +244,9 @@ def _build_response(model: str, turn: dict[str, Any], messages: list[dict[str, A
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
             "prompt_tokens_details": {"cached_tokens": cached},
+            # Anthropic's own fields, as litellm reports them for Claude.
+            "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": written,
         },
     )
 
@@ -216,14 +261,14 @@ def make_handler() -> Any:
             turn = play(name, messages)
             if turn.get("sleep"):
                 time.sleep(float(turn["sleep"]))
-            return _build_response(f"{PROVIDER}/{name}", turn, messages)
+            return _build_response(f"{PROVIDER}/{name}", turn, messages, _tools(kwargs))
 
         async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
             name = model.split("/", 1)[-1]
             turn = play(name, messages)
             if turn.get("sleep"):
                 await asyncio.sleep(float(turn["sleep"]))
-            return _build_response(f"{PROVIDER}/{name}", turn, messages)
+            return _build_response(f"{PROVIDER}/{name}", turn, messages, _tools(kwargs))
 
         async def astreaming(  # type: ignore[override]  # litellm spells out its arguments
             self, model: str, messages: list, *args: Any, **kwargs: Any
@@ -233,21 +278,13 @@ def make_handler() -> Any:
             turn = play(name, messages)
             if turn.get("sleep"):
                 await asyncio.sleep(float(turn["sleep"]))
-            response = _build_response(f"{PROVIDER}/{name}", turn, messages)
+            response = _build_response(f"{PROVIDER}/{name}", turn, messages, _tools(kwargs))
             text = response.choices[0].message.content or ""
             step = max(1, len(text) // 4)
             for i in range(0, len(text), step):
                 yield _chunk(text[i : i + step])
-            usage = response.usage
-            yield _chunk(
-                "",
-                finished=True,
-                usage={
-                    "prompt_tokens": usage.prompt_tokens,
-                    "completion_tokens": usage.completion_tokens,
-                    "total_tokens": usage.total_tokens,
-                },
-            )
+            # The whole usage (cached and cache-write tokens too): litellm keeps extra keys.
+            yield _chunk("", finished=True, usage=response.usage.model_dump(exclude_none=True))
 
     return ScriptedLLM()
 
@@ -262,3 +299,95 @@ def _chunk(text: str, *, finished: bool = False, usage: Any = None) -> dict[str,
         "usage": usage,
         "index": 0,
     }
+
+
+def _tools(kwargs: dict[str, Any]) -> Any:
+    return (kwargs.get("optional_params") or {}).get("tools")
+
+
+class PromptCache:
+    """Cached prompt tokens as a provider reports them, for the prompts it has seen.
+
+    A prompt is rendered in the provider's cache order (tools, then each message's role, text
+    and tool calls, breakpoints left out) at four characters a token. Per conversation (the
+    model, its system message and first user message):
+
+    - ``openai``: the longest common prefix with the previous request, in 128-token blocks,
+      from 1,024 tokens (OpenAI, and alike Gemini and DeepSeek, cache by themselves);
+    - ``anthropic``: only prefixes ending at a `cache_control` breakpoint of an earlier request
+      are held (from 1,024 tokens); a request reads the longest held one it begins with and
+      writes from there to its own last breakpoint. Without breakpoints nothing is cached.
+    """
+
+    BLOCK = 128
+    MINIMUM = 1024
+
+    def __init__(self) -> None:
+        self.previous: dict[tuple[str, ...], str] = {}
+        self.held: dict[tuple[str, ...], list[str]] = {}
+
+    def forget(self, model: str) -> None:
+        for store in (self.previous, self.held):
+            for key in [k for k in store if k[0] == model]:
+                del store[key]
+
+    def serve(
+        self, style: str, model: str, messages: list[dict[str, Any]], tools: Any = None
+    ) -> tuple[int, int, int]:
+        """(prompt tokens, read from the cache, written to it) for this request."""
+        text, marks = _render(messages, tools)
+        key = (model, *(_message_text([m]) for m in messages[:2]))
+        prompt = _tokens(text)
+        if style == "openai":
+            before, self.previous[key] = self.previous.get(key, ""), text
+            common = _common_prefix(before, text) // 4
+            read = common // self.BLOCK * self.BLOCK if common >= self.MINIMUM else 0
+            return prompt, read, 0
+        held = self.held.setdefault(key, [])
+        read = max(
+            (len(p) // 4 for p in held if text.startswith(p)),
+            default=0,
+        )
+        last = marks[-1] // 4 if marks else 0
+        written = max(0, last - read) if last >= self.MINIMUM else 0
+        # A prefix shorter than the minimum is not cached at all.
+        held.extend(text[:m] for m in marks if m // 4 >= self.MINIMUM)
+        return prompt, read, written
+
+
+_CACHE = PromptCache()
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of `a` and `b` (bisection on slices: fast)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _render(messages: list[dict[str, Any]], tools: Any) -> tuple[str, list[int]]:
+    """A prompt as one string in cache order, and where each `cache_control` breakpoint ends."""
+    parts = [json.dumps(tools, sort_keys=True) if tools else ""]
+    marks: list[int] = []
+    size = len(parts[0])
+    for m in messages:
+        content = m.get("content")
+        blocks = content if isinstance(content, list) else [{"text": content or ""}]
+        piece = f"\n{m.get('role')}:{m.get('tool_call_id') or ''}\n"
+        marked = bool(m.get("cache_control"))
+        for b in blocks:
+            piece += str(b.get("text", "")) if isinstance(b, dict) else str(b)
+            marked = marked or bool(isinstance(b, dict) and b.get("cache_control"))
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function", {}) if isinstance(call, dict) else {}
+            piece += f"\n[{fn.get('name')}] {fn.get('arguments', '')}"
+        parts.append(piece)
+        size += len(piece)
+        if marked:
+            marks.append(size)
+    return "".join(parts), marks

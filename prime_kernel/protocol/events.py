@@ -63,7 +63,14 @@ _NS = {"type": ["string", "null"]}
 _USAGE = {
     "type": "object",
     "properties": {
-        k: _N for k in ("prompt_tokens", "completion_tokens", "cached_tokens", "total_tokens")
+        k: _N
+        for k in (
+            "prompt_tokens",
+            "completion_tokens",
+            "cached_tokens",
+            "cache_write_tokens",
+            "total_tokens",
+        )
     },
 }
 _STRINGS = {"type": "array", "items": _S}
@@ -94,15 +101,19 @@ EVENTS: dict[EventKind, EventSpec] = {
         EventSpec(
             EventKind.MODEL_CALL,
             "Model call",
-            "One model call: tokens, cost and duration.",
+            "One model call: tokens, cost and duration. `uncached_cost`: its price without "
+            "the provider's prompt cache; `cache_break`: where its prompt stopped beginning "
+            "with the previous call's stored conversation (`planned`: by a compaction).",
             _obj(
                 ["model", "usage", "cost", "duration"],
                 model=_S,
                 usage=_USAGE,
                 cost=_N,
+                uncached_cost=_N,
                 duration=_N,
                 finish_reason=_NS,
                 purpose=_S,
+                cache_break=_obj(["at", "planned"], at=_I, planned=_B),
             ),
         ),
         EventSpec(

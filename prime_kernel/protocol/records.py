@@ -12,8 +12,10 @@ USAGE_FIELDS = (
     "prompt_tokens",
     "completion_tokens",
     "cached_tokens",
+    "cache_write_tokens",
     "total_tokens",
     "cost",
+    "uncached_cost",
     "model_calls",
     "cells",
     "wall_time",
@@ -26,7 +28,10 @@ _NN: dict[str, Any] = {"type": ["number", "null"]}
 
 USAGE: dict[str, Any] = {
     "title": "Usage",
-    "description": "What a session (or a subtree) spent.",
+    "description": "What a session (or a subtree) spent. `cached_tokens` and "
+    "`cache_write_tokens` are the prompt tokens the provider read from / wrote to its prompt "
+    "cache (part of `prompt_tokens`); `uncached_cost` is what the calls would have cost without "
+    "the cache.",
     "type": "object",
     "required": list(USAGE_FIELDS),
     "properties": {k: {"type": "number"} for k in USAGE_FIELDS},

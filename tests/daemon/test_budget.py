@@ -11,6 +11,7 @@ import pytest
 from prime_kernel.cli.main import main as cli_main
 from prime_kernel.daemon import budget
 from prime_kernel.daemon.accounting import Accounting
+from prime_kernel.models.router import Completion
 from prime_kernel.protocol.errors import BudgetExceeded, PrimeError
 
 from .conftest import session, spend
@@ -108,7 +109,7 @@ def test_spent_follows_every_change_below(accounts: Accounting) -> None:
     accounts.add(child, total_tokens=5, cost=0.25, model_calls=1)
     spend(root, 7, cost=0.5, calls=2)
     late = session(accounts, "rl", "r")
-    accounts.add_completion(late, {"total_tokens": 11}, 0.125)
+    accounts.add_completion(late, Completion({}, "stop", {"total_tokens": 11}, 0.125))
     whole = accounts.subtree("r")
     spent = accounts.spent("r")
     assert (spent["tokens"], spent["dollars"], spent["turns"]) == (

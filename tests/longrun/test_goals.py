@@ -19,12 +19,17 @@ def prime_config(prime_config: dict[str, Any]) -> dict[str, Any]:
     return {**prime_config, "compact_keep_recent": 1}
 
 
-def _system(messages: list[dict[str, Any]]) -> str:
-    return str(messages[0]["content"])
+def _goal(messages: list[dict[str, Any]]) -> str:
+    """The goal as a call shows it: a message after the stored conversation, never in the
+    system prompt (which stays the same, so the provider can cache it)."""
+    last = messages[-1]
+    content = str(last["content"])
+    return content if last["role"] == "user" and content.startswith("## Your goal") else ""
 
 
 async def test_a_goal_is_in_every_turn_and_survives_compaction(daemon, jp_fetch, script):
     systems: list[str] = []
+    goals: list[str] = []
     prompts: list[list[dict[str, Any]]] = []
     codes = [
         f"goal.set({GOAL!r})\nprint(goal.get()['status'])",
@@ -37,7 +42,8 @@ async def test_a_goal_is_in_every_turn_and_survives_compaction(daemon, jp_fetch,
         if messages[0]["role"] != "system":  # the compaction's summary call
             return {"text": "The goal is set; 1001 is not prime."}
         # By count, not by the conversation's turns: a compaction removes those.
-        systems.append(_system(messages))
+        systems.append(str(messages[0]["content"]))
+        goals.append(_goal(messages))
         prompts.append(messages)
         n = len(systems)
         return {"code": codes[n - 1]} if n <= len(codes) else {"text": "on it"}
@@ -47,15 +53,16 @@ async def test_a_goal_is_in_every_turn_and_survives_compaction(daemon, jp_fetch,
     record = daemon.registry.get(sid)
     await wait_for(lambda: record.state.value in ("IDLE", "DONE", "FAILED"), timeout=240)
     assert record.state.value == "IDLE", record.error
-    assert GOAL not in systems[0]  # set during the first turn
-    assert f"## Your goal (set by you)\n{GOAL}" in systems[1]
-    assert "- tried 1001: not prime" in systems[2] and GOAL in systems[3]
+    assert not goals[0]  # set during the first turn
+    assert f"## Your goal (set by you)\n{GOAL}" in goals[1]
+    assert "- tried 1001: not prime" in goals[2] and GOAL in goals[3]
+    assert len(set(systems)) == 1 and GOAL not in systems[0]
     # The compaction before the third turn summarised the conversation; the goal is not part
     # of it (it is added to every call), so it is there, verbatim, afterwards.
     (compaction,) = await events(daemon, sid, "compaction")
     assert compaction["data"]["reason"] == "requested"
     assert any("[Earlier turns, summarised]" in str(m["content"]) for m in prompts[2])
-    assert GOAL in systems[2]
+    assert GOAL in goals[2]
 
     record = await get_session(jp_fetch, sid)
     goal = record["goal"]
@@ -75,7 +82,7 @@ async def test_a_goal_is_in_every_turn_and_survives_compaction(daemon, jp_fetch,
     assert json.loads(new.body)["goal"]["set_by"] == "user"
     await post_message(jp_fetch, sid, "and the next?")
     await wait_for(lambda: len(systems) == 5, timeout=120)
-    assert "## Your goal (set by a person)\nNow 2000" in systems[4]
+    assert "## Your goal (set by a person)\nNow 2000" in goals[4]
     told = [str(m["content"]) for m in prompts[4] if m["role"] == "user"]
     assert any(t.startswith("[A person set your goal.") for t in told)
     cleared = await jp_fetch("api", "prime", "sessions", sid, "goal", method="DELETE")

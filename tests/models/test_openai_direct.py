@@ -125,6 +125,9 @@ def test_direct_and_litellm_give_the_same_completion(server: Server) -> None:
     assert (a.finish_reason, a.usage) == (b.finish_reason, b.usage)
     assert a.usage["cached_tokens"] == 1024
     assert a.cost == pytest.approx(b.cost, rel=1e-9) and a.cost > 0
+    # Without the cache the 1,024 cached tokens cost the full input price on both paths.
+    assert a.uncached_cost == pytest.approx(b.uncached_cost, rel=1e-9)
+    assert a.uncached_cost > a.cost
     sent, seen = server.requests
     # The direct request: what litellm sends, to the same endpoint with the same key.
     assert sent["path"] == seen["path"] == "/v1/chat/completions"
