@@ -58,8 +58,9 @@ def fmt_cost(c: float) -> str:
 def fmt_usage(u: dict[str, Any]) -> str:
     return (
         f"{fmt_tokens(u.get('total_tokens', 0))} tok "
-        f"({fmt_tokens(u.get('prompt_tokens', 0))} in{fmt_cached(u)} / "
-        f"{fmt_tokens(u.get('completion_tokens', 0))} out), {fmt_cost(u.get('cost', 0))}"
+        f"({fmt_tokens(u.get('prompt_tokens', 0))} in / "
+        f"{fmt_tokens(u.get('completion_tokens', 0))} out{fmt_cached(u)}), "
+        f"{fmt_cost(u.get('cost', 0))}"
         f"{fmt_saved(u)}, "
         f"{plural(int(u.get('model_calls', 0)), 'model call')}, "
         f"{plural(int(u.get('cells', 0)), 'cell')}"
@@ -67,9 +68,9 @@ def fmt_usage(u: dict[str, Any]) -> str:
 
 
 def fmt_cached(u: dict[str, Any]) -> str:
-    """ " (93% cached)": the share of prompt tokens the provider served from its cache."""
+    """ "; 93% cached": the share of prompt tokens the provider served from its cache."""
     prompt, cached = u.get("prompt_tokens") or 0, u.get("cached_tokens") or 0
-    return f" ({cached / prompt:.0%} cached)" if prompt and cached else ""
+    return f"; {cached / prompt:.0%} cached" if prompt and cached else ""
 
 
 def fmt_saved(u: dict[str, Any]) -> str:

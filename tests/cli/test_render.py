@@ -78,6 +78,15 @@ def test_usage_counts_read_as_words() -> None:
     assert fmt_usage({**one, "model_calls": 2}).endswith("$0, 2 model calls, 0 cells")
 
 
+def test_usage_shows_the_cached_share_and_the_money_saved() -> None:
+    u = {"total_tokens": 10_300, "prompt_tokens": 10_000, "completion_tokens": 300}
+    u |= {"cached_tokens": 9_300, "cost": 0.0121, "uncached_cost": 0.0345, "model_calls": 3}
+    assert fmt_usage(u) == (
+        "10.3k tok (10.0k in / 300 out; 93% cached), $0.0121 (saved $0.0224), "
+        "3 model calls, 0 cells"
+    )
+
+
 def test_intervals_read_as_a_person_writes_them() -> None:
     assert [fmt_interval(s) for s in (600, 5400, 90, 1.5, 86405, 0)] == [
         "10m",
