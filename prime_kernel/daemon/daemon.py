@@ -1097,10 +1097,12 @@ class Daemon(LoggingConfigurable):
         # The stored conversation goes first, unchanged, so the provider can serve it from its
         # prompt cache; the goal (and a prefill) follow it for this call only (prompt_cache.py).
         stable = stable_length(messages)
-        cache_break = live.prefix.check(messages[:stable])
+        sent = self.goals.decorate(live.record, messages, stable)
+        # Checked as sent, so that anything rewriting the stable part is caught here.
+        cache_break = live.prefix.check(sent[:stable])
         completion = await self.router.complete(
             live.record.model or "",
-            self.goals.decorate(live.record, messages, stable),
+            sent,
             tools=[PYTHON_TOOL] if tools else None,
             cache_at=stable,
             **{**self.model_kwargs, **kwargs},
