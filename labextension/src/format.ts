@@ -145,8 +145,9 @@ export function formatBytes(n: number | null | undefined): string {
   return `${value.toFixed(digits).replace(/\.0$/, '')} ${units[unit]}`;
 }
 
-/** "1.2k tok · $0.12", with the subtree total in parentheses when it differs, and the share of
- * the subtree's prompt tokens the provider served from its cache ("· 93% cached"). */
+/** "1.2k tok · $0.12", with the subtree total in parentheses when it differs, the share of the
+ * subtree's prompt tokens the provider served from its cache and what that saved
+ * ("· 93% cached, saved $0.35"). */
 export function formatUsage(s: Pick<Session, 'usage'>): string {
   const { own, subtree } = s.usage;
   let text = `${formatTokens(own.total_tokens)} tok · ${formatCost(own.cost)}`;
@@ -155,6 +156,10 @@ export function formatUsage(s: Pick<Session, 'usage'>): string {
   }
   if (subtree.prompt_tokens && subtree.cached_tokens) {
     text += ` · ${Math.round((100 * subtree.cached_tokens) / subtree.prompt_tokens)}% cached`;
+    const saved = (subtree.uncached_cost ?? 0) - subtree.cost;
+    if (subtree.uncached_cost && Math.abs(saved) >= 5e-5) {
+      text += `, saved ${formatCost(saved)}`;
+    }
   }
   return text;
 }

@@ -76,6 +76,10 @@ describe('formatting', () => {
     expect(formatUsage(S('c'))).toBe('0 tok · $0');
     const u = U({ total_tokens: 10100, prompt_tokens: 10000, cached_tokens: 9300, cost: 0.01 });
     expect(formatUsage(S('d', { usage: { own: u, subtree: u } }))).toBe('10k tok · $0.01 · 93% cached');
+    const v = { ...u, uncached_cost: 0.03 };
+    expect(formatUsage(S('e', { usage: { own: v, subtree: v } }))).toBe(
+      '10k tok · $0.01 · 93% cached, saved $0.02'
+    );
   });
 });
 
