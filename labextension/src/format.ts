@@ -156,8 +156,10 @@ export function formatUsage(s: Pick<Session, 'usage'>): string {
   }
   if (subtree.prompt_tokens && subtree.cached_tokens) {
     text += ` · ${Math.round((100 * subtree.cached_tokens) / subtree.prompt_tokens)}% cached`;
+    // Nothing when it saved nothing (a first call to Claude writes its prompt to the cache
+    // at a higher price; usage recorded before `uncached_cost` existed has none).
     const saved = (subtree.uncached_cost ?? 0) - subtree.cost;
-    if (subtree.uncached_cost && Math.abs(saved) >= 5e-5) {
+    if (saved >= 5e-5) {
       text += `, saved ${formatCost(saved)}`;
     }
   }

@@ -74,10 +74,11 @@ def fmt_cached(u: dict[str, Any]) -> str:
 
 
 def fmt_saved(u: dict[str, Any]) -> str:
-    """ " (saved $0.1234)" by the prompt cache (negative on a run of cache writes alone)."""
-    uncached = u.get("uncached_cost") or 0
-    saved = uncached - (u.get("cost") or 0) if uncached else 0
-    return f" (saved {fmt_cost(saved)})" if abs(saved) >= 5e-5 else ""
+    """ " (saved $0.1234)" by the prompt cache. Nothing when it saved nothing: a first call to
+    Claude costs more (its prompt is written to the cache), and usage recorded before
+    `uncached_cost` existed has none."""
+    saved = (u.get("uncached_cost") or 0) - (u.get("cost") or 0)
+    return f" (saved {fmt_cost(saved)})" if saved >= 5e-5 else ""
 
 
 def plural(n: int, noun: str) -> str:

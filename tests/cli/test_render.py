@@ -85,6 +85,8 @@ def test_usage_shows_the_cached_share_and_the_money_saved() -> None:
         "10.3k tok (10.0k in / 300 out; 93% cached), $0.0121 (saved $0.0224), "
         "3 model calls, 0 cells"
     )
+    # Usage recorded before uncached_cost existed, or a cache write dearer than a plain read.
+    assert "saved" not in fmt_usage({**u, "uncached_cost": 0}) + fmt_usage({**u, "cost": 0.04})
 
 
 def test_intervals_read_as_a_person_writes_them() -> None:
