@@ -248,8 +248,9 @@ class _RLM:
     -> Handle. `autonomous=True` (or {"gate": "pytest -q", "max_continuations": 3, "turns": 12,
     "tokens": 80_000, "seconds": 1800}) keeps the child going until its gate passes.
     `rlm(replay=ID)` replays the ended session ID (its recorded model replies, its code run
-    again; `until=N`: the live model takes over after N turns); its handle's `replay_report()`
-    says where its cells diverged from the recording."""
+    again; `until=N`: the live model takes over after N turns; `subtree=True`: its children
+    replay too, each in its own kernel); its handle's `replay_report()` says where its cells
+    diverged from the recording."""
 
     def __call__(
         self,
@@ -265,6 +266,7 @@ class _RLM:
         autonomous: bool | dict[str, Any] | None = None,
         replay: str | None = None,
         until: int | None = None,
+        subtree: bool | None = None,
     ) -> Handle:
         body = _rlm_request(
             prompt,
@@ -279,6 +281,7 @@ class _RLM:
             autonomous=autonomous,
             replay=replay,
             until=until,
+            subtree=subtree,
         )
         return Handle(client().request("POST", "sessions", body))
 
