@@ -49,6 +49,7 @@ from local_tasks import check
 
 from prime_kernel.cli.run import make_server
 from prime_kernel.harness import refine as proposals
+from prime_kernel.models.local import MODEL as DEFAULT_MODEL
 
 CHECKER = "checker bench_learning"
 # Generous wall time, so that no answer depends on how busy the machine was (a profile's own
@@ -266,7 +267,7 @@ def table(result: dict[str, Any]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="local/smollm2")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="default: the default model")
     parser.add_argument(
         "--families",
         default=",".join(FAMILIES),

@@ -30,6 +30,7 @@ from bench_learning import CHECKER, run_task
 from learning_tasks import FAMILIES, split
 
 from prime_kernel.cli.run import make_server
+from prime_kernel.models.local import MODEL as DEFAULT_MODEL
 
 INSTRUCTIONS = [
     "Improve the harness from the evidence.",
@@ -85,7 +86,7 @@ async def bench(app: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="local/smollm2")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="default: the default model")
     parser.add_argument("--tries", type=int, default=20)
     parser.add_argument("--root", help="a folder with sessions to use as evidence (kept)")
     args = parser.parse_args()
