@@ -13,10 +13,15 @@ trajectory), and the children those turns start are ordinary ones.
 Divergence is judged afterwards, from the store: the k-th cell output (`observation` event) of
 a replayed session against the k-th of its recording. Session ids of the replay are read as the
 ids they stand for, so a child's id printed by a cell is not a difference.
+
+A recording also travels as a file (`dump_recording`, `load_recording`): a tree's records, the
+events a replay reads and the blobs they name, in one JSON document that loads into another
+store (the project's regression fixtures, tests/fixtures/trajectories/).
 """
 
 from __future__ import annotations
 
+import base64
 import difflib
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +33,10 @@ from .records import SessionRecord
 from .registry import SessionRegistry
 from .store import Store
 
+# The `format` of a recording file; a file of another format is refused, not misread.
+RECORDING_FORMAT = "prime-kernel-recording/1"
+# The events a replay reads: the model's replies, the agent's cells and their outputs.
+_RECORDED_KINDS = [EventKind.ASSISTANT.value, EventKind.CELL.value, EventKind.OBSERVATION.value]
 # Lines of unified diff shown for a divergent cell.
 DIFF_LINES = 12
 _USAGE_KEYS = (
@@ -59,10 +68,7 @@ class Recording:
 
 
 async def read_recording(store: Store, record: SessionRecord, children: list[str]) -> Recording:
-    events = await store.events(
-        record.id,
-        kinds=[EventKind.ASSISTANT.value, EventKind.CELL.value, EventKind.OBSERVATION.value],
-    )
+    events = await store.events(record.id, kinds=_RECORDED_KINDS)
     replies: list[dict[str, Any]] = []
     cells: list[Cell] = []
     code = ""
@@ -79,6 +85,55 @@ async def read_recording(store: Store, record: SessionRecord, children: list[str
         else:  # an observation: the output of the agent's cell just run
             cells.append(Cell(len(replies), code, data.get("text") or ""))
     return Recording(record.id, replies, cells, children)
+
+
+async def dump_recording(
+    store: Store, registry: SessionRegistry, session_id: str
+) -> dict[str, Any]:
+    """The ended tree of `session_id` as a JSON-able recording: each session's record (parents
+    before children), the events a replay reads, and the context and answer blobs the records
+    name (base64), so that `load_recording` puts in another store all a replay of it needs."""
+    root = registry.get(session_id)
+    sessions = []
+    blobs: dict[str, str] = {}
+    for record in [root, *registry.descendants(session_id)]:
+        if not record.state.terminal:
+            raise PrimeError(
+                f"session {record.id} is {record.state.value}: only an ended tree is recorded"
+            )
+        for blob in (record.context_blob, record.answer_blob):
+            if blob and blob not in blobs:
+                blobs[blob] = base64.b64encode(await store.get_blob(blob)).decode("ascii")
+        row = record.to_row()
+        row["kernel_id"] = None  # the kernel it ran in is gone: not part of the recording
+        events = await store.events(record.id, kinds=_RECORDED_KINDS)
+        sessions.append(
+            {"record": row, "events": [{"kind": e["kind"], "data": e["data"]} for e in events]}
+        )
+    return {"format": RECORDING_FORMAT, "root": root.id, "sessions": sessions, "blobs": blobs}
+
+
+async def load_recording(store: Store, recording: dict[str, Any]) -> str:
+    """Write a recording made by `dump_recording` into `store` (open, before the daemon that
+    will serve it reads its sessions); the id of its root, to replay."""
+    if not isinstance(recording, dict) or recording.get("format") != RECORDING_FORMAT:
+        got = recording.get("format") if isinstance(recording, dict) else type(recording).__name__
+        raise PrimeError(f"not a recording of format {RECORDING_FORMAT!r} (format: {got!r})")
+    # Blob ids are the store's to give: each blob gets a new one, and the records follow.
+    blob_ids = {
+        old: await store.put_blob(base64.b64decode(data))
+        for old, data in recording.get("blobs", {}).items()
+    }
+    for session in recording["sessions"]:
+        row = dict(session["record"])
+        for key in ("context_blob", "answer_blob"):
+            if row.get(key):
+                row[key] = blob_ids[row[key]]
+        store.insert_session(row)
+        for event in session["events"]:
+            store.append_event(row["id"], event["kind"], event["data"])
+    await store.flush()
+    return str(recording["root"])
 
 
 class Replays:
