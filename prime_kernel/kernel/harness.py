@@ -30,14 +30,18 @@ def _client() -> DaemonClient:
     return client()
 
 
-class Entry(dict[str, Any]):
-    """A harness entry: a dict with attribute access (`e.content`, `e.version`, ...)."""
+class _Fields(dict[str, Any]):
+    """A dict whose keys read as attributes too (`e.content`, `e.version`, ...)."""
 
     def __getattr__(self, name: str) -> Any:
         try:
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+class Entry(_Fields):
+    """A harness entry: a dict with attribute access (`e.content`, `e.version`, ...)."""
 
     def __repr__(self) -> str:
         head = f"{self['kind']} {self['id']!r} v{self['version']} ({self['scope']})"
@@ -50,14 +54,8 @@ def _q(entry_id: str) -> str:
     return urllib.parse.quote(entry_id, safe="")
 
 
-class Proposal(dict[str, Any]):
+class Proposal(_Fields):
     """A change that waits for a person's review (the review policy): nothing changed yet."""
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
 
     def __repr__(self) -> str:
         return f"<proposed {self['op']} of {self['kind']} {self['id']!r}: {self['message']}>"

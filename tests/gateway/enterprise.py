@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.request
 import venv
 from pathlib import Path
 
-from tests.gateway.server import REPO
+from tests.gateway.server import write_kernelspec
 from tests.recovery.server import free_port
 
 VERSION = "3.3.0"
@@ -48,25 +47,7 @@ class EnterpriseGateway:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
-        spec = home / "share" / "kernels" / "prime-agent"
-        spec.mkdir(parents=True, exist_ok=True)
-        (spec / "kernel.json").write_text(
-            json.dumps(
-                {
-                    # The kernel's own Python, not the gateway's.
-                    "argv": [
-                        sys.executable,
-                        "-m",
-                        "prime_kernel.kernel",
-                        "-f",
-                        "{connection_file}",
-                    ],
-                    "display_name": "Prime Agent",
-                    "language": "python",
-                    "env": {"PYTHONPATH": str(REPO)},
-                }
-            )
-        )
+        write_kernelspec(home, "Prime Agent")
 
     @property
     def log(self) -> Path:

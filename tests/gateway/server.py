@@ -22,6 +22,21 @@ REPO = Path(__file__).resolve().parents[2]
 GATEWAY_TOKEN = "gateway-test-token"
 
 
+def write_kernelspec(home: Path, display_name: str) -> None:
+    """The Prime Agent kernelspec under HOME/share, on this Python and this checkout (the
+    gateway's own Python may differ: the kernel's is named)."""
+    spec = home / "share" / "kernels" / "prime-agent"
+    spec.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "prime_kernel.kernel", "-f", "{connection_file}"]
+    kernel = {
+        "argv": argv,
+        "display_name": display_name,
+        "language": "python",
+        "env": {"PYTHONPATH": str(REPO)},
+    }
+    (spec / "kernel.json").write_text(json.dumps(kernel))
+
+
 class Gateway:
     """`jupyter-kernel-gateway` in a process of its own, with the Prime kernelspec (this
     checkout's code) as `prime-agent`; `kill()` it (SIGKILL) and `start()` it again on the
@@ -32,24 +47,7 @@ class Gateway:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
-        spec = home / "share" / "kernels" / "prime-agent"
-        spec.mkdir(parents=True, exist_ok=True)
-        (spec / "kernel.json").write_text(
-            json.dumps(
-                {
-                    "argv": [
-                        sys.executable,
-                        "-m",
-                        "prime_kernel.kernel",
-                        "-f",
-                        "{connection_file}",
-                    ],
-                    "display_name": "Prime Agent (gateway)",
-                    "language": "python",
-                    "env": {"PYTHONPATH": str(REPO)},
-                }
-            )
-        )
+        write_kernelspec(home, "Prime Agent (gateway)")
 
     def start(self) -> None:
         env = {
