@@ -386,6 +386,8 @@ export const HARNESS_KINDS: Readonly<Record<HarnessKind, { folder: string; title
 
 export const SESSION_EVENT_SCHEMA: string = "https://events.prime-kernel.dev/prime_kernel/session/v1";
 
+export const MODEL_DELTA_SCHEMA: string = "https://events.prime-kernel.dev/prime_kernel/model_delta/v1";
+
 /** What a session (or a subtree) spent. `cached_tokens` and `cache_write_tokens` are the prompt tokens the provider read from / wrote to its prompt cache (part of `prompt_tokens`); `uncached_cost` is what the calls would have cost without the cache. */
 export interface Usage {
   prompt_tokens: number;
@@ -459,6 +461,16 @@ export interface SessionNotification {
   seq: number;
   root_id?: string;
   parent_id?: string | null;
+}
+
+/** Pushed on jupyter_server's event bus while a model call streams its reply: the text added since the previous delta of the same call (coalesced, never stored; the stored `model_call` event has the whole reply). `call` numbers the session's model calls from 1; `seq` numbers the deltas of one call from 1; the last delta of a call has `done: true` (its text may be empty), also when the call was cancelled or failed. */
+export interface ModelDelta {
+  session_id: string;
+  root_id: string;
+  call: number;
+  seq: number;
+  text: string;
+  done: boolean;
 }
 
 /** GET /api/prime/sessions: records newest first (in the order they were admitted), brief: prompt, answer_repr and error cut to 500 characters, name to the name limit, options without a spec's instructions (GET /sessions/{id} has them whole); `cursor` and `epoch` let a client ask for what changed since (`?changed_after=cursor`, valid while `epoch` is the same daemon run). */

@@ -41,6 +41,7 @@ NAMED = (
     records.SESSION,
     records.EVENT,
     records.NOTIFICATION,
+    records.MODEL_DELTA,
     records.LIST,
     records.MODELS,
     records.CANCELLED,
@@ -197,6 +198,7 @@ def typescript() -> str:
         )
     )
     out.append(_const("SESSION_EVENT_SCHEMA", records.SESSION_EVENT_SCHEMA_ID, "string"))
+    out.append(_const("MODEL_DELTA_SCHEMA", records.MODEL_DELTA_SCHEMA_ID, "string"))
     for schema in NAMED:
         if schema is records.EVENT:
             out.append(_event_type())

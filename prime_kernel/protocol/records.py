@@ -233,6 +233,27 @@ NOTIFICATION: dict[str, Any] = {
     },
 }
 
+MODEL_DELTA_SCHEMA_ID = "https://events.prime-kernel.dev/prime_kernel/model_delta/v1"
+
+MODEL_DELTA: dict[str, Any] = {
+    "title": "ModelDelta",
+    "description": "Pushed on jupyter_server's event bus while a model call streams its reply: "
+    "the text added since the previous delta of the same call (coalesced, never stored; the "
+    "stored `model_call` event has the whole reply). `call` numbers the session's model calls "
+    "from 1; `seq` numbers the deltas of one call from 1; the last delta of a call has "
+    "`done: true` (its text may be empty), also when the call was cancelled or failed.",
+    "type": "object",
+    "required": ["session_id", "root_id", "call", "seq", "text", "done"],
+    "properties": {
+        "session_id": _S,
+        "root_id": _S,
+        "call": {"type": "integer", "minimum": 1},
+        "seq": {"type": "integer", "minimum": 1},
+        "text": {"type": "string"},
+        "done": {"type": "boolean"},
+    },
+}
+
 LIST: dict[str, Any] = {
     "title": "SessionList",
     "description": "GET /api/prime/sessions: records newest first (in the order they were "
