@@ -199,9 +199,15 @@ def _scaled(schema: dict[str, Any], factor: float) -> dict[str, Any]:
 
 
 def _closed(schema: dict[str, Any]) -> dict[str, Any]:
-    """Only edits that can pass: the kinds refinement may edit, ids spelled as ids."""
-    edit = schema["properties"]["edits"]["items"]["properties"]
+    """Only edits that can pass: the kinds refinement may edit, ids spelled as ids, and a title
+    and content in each (a small model left the title out, and every skill it proposed was
+    refused for want of one; the title comes first, so the content follows from it)."""
+    item = schema["properties"]["edits"]["items"]
+    item["required"] = ["op", "kind", "id", "title", "content", "reason"]
+    edit = item["properties"]
     edit["kind"] = {"enum": list(EDITABLE)}
+    edit["title"] = {**edit["title"], "minLength": 3}
+    edit["content"] = {**edit["content"], "minLength": 8}
     most = edit["id"]["maxLength"]
     edit["id"] = {
         "type": "string",

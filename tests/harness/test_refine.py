@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from prime_kernel.daemon.daemon import Daemon
@@ -329,10 +330,24 @@ def test_every_string_and_array_of_the_reply_is_bounded():
             "summary": "s" * tight["properties"]["summary"]["maxLength"],
             "rationale": "",
             "expected_outcome": "",
-            "edits": [{"op": "create", "kind": "note", "id": "x" * 8, "reason": "r" * 8}]
+            "edits": [
+                {
+                    "op": "create",
+                    "kind": "skill",
+                    "id": "x" * 8,
+                    "title": "t" * 3,
+                    "content": "c" * 8,
+                    "reason": "r" * 8,
+                }
+            ]
             * tight["properties"]["edits"]["maxItems"],
         }
+        jsonschema.validate(most, tight)
         refine.parse_reply(json.dumps(most))  # what the grammar allows, the validator takes
+        # An edit without a title is not in the grammar: a skill would be refused for it.
+        del most["edits"][0]["title"]
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(most, tight)
 
 
 async def test_a_slow_refinement_shows_progress_and_stops_at_its_time_limit(
