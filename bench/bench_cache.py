@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from prime_kernel.cli.run import make_server
+from prime_kernel.cli.headless import serve, start_daemon
 from prime_kernel.daemon.compaction import SUMMARY_INSTRUCTION
 from prime_kernel.daemon.loop import AgentLoop
 from prime_kernel.models import scripted
@@ -199,6 +199,13 @@ def show(result: dict[str, Any]) -> None:
     print(f"prime-agent show: usage: own {result['shown']}")
 
 
+async def sessions(app: Any, models: dict[str, str], turns: int) -> list[dict[str, Any]]:
+    """One session per style, with the bench's loop (set before the daemon starts)."""
+    app.web_app.settings["prime_daemon"].loop_class = BenchLoop
+    await start_daemon(app)
+    return [report(style, *await session(app, model, turns)) for style, model in models.items()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=30)
@@ -209,25 +216,13 @@ def main() -> None:
         parser.error(f"--turns must be more than {max(PROGRESS_TURNS)}")
     styles = ["openai", "anthropic"] if args.style == "both" else [args.style]
     models = {style: register(style, args.turns) for style in styles}
-    results = []
     with tempfile.TemporaryDirectory() as root:
-        app = make_server(
+        results = serve(
             Path(root),
-            [
-                "--Daemon.pool_size=1",
-                "--Daemon.keep_root_kernel=0",
-            ],
+            ["--Daemon.pool_size=1", "--Daemon.keep_root_kernel=0"],
+            lambda app: sessions(app, models, args.turns),
+            start=False,
         )
-        app.web_app.settings["prime_daemon"].loop_class = BenchLoop
-        try:
-            app.io_loop.run_sync(app._post_start)
-            for style in styles:
-                calls, shown = app.io_loop.run_sync(
-                    lambda style=style: session(app, models[style], args.turns)  # type: ignore[misc]
-                )
-                results.append(report(style, calls, shown))
-        finally:
-            app.io_loop.run_sync(app._cleanup)
     if args.json:
         print(json.dumps({"load": os.getloadavg()[0], "results": results}, indent=1))
         return

@@ -22,14 +22,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prime_kernel.cli.run import make_server
+from prime_kernel.cli.headless import serve
 from prime_kernel.models import scripted
 from tests.conftest import RAW_REQUEST
 from tests.security.test_boundary import RACE
 
 
 async def main(args: argparse.Namespace, app: Any, outside: Path) -> None:
-    await app._post_start()
     daemon = app.web_app.settings["prime_daemon"]
     print(app.web_app.settings["prime_sandbox"].describe())
     code = f"OUTSIDE = {str(outside)!r}\nN = {args.exports}\n" + RAW_REQUEST + RACE
@@ -63,11 +62,7 @@ def run() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as out:
         argv = ["--Daemon.pool_size=1", f"--Sandbox.mode={args.mode}", "--Daemon.cell_timeout=7200"]
-        app = make_server(Path(root), argv)
-        try:
-            app.io_loop.run_sync(lambda: main(args, app, Path(out)))
-        finally:
-            app.io_loop.run_sync(app._cleanup)
+        serve(Path(root), argv, lambda app: main(args, app, Path(out)))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from floors import kernel_start_floor
 
-from prime_kernel.cli.run import make_server
+from prime_kernel.cli.headless import serve
 from prime_kernel.daemon.kernels import KernelRunner
 from prime_kernel.models import scripted
 from tests.gateway.server import GATEWAY_TOKEN, Gateway
@@ -127,7 +127,6 @@ async def state_ts(daemon: Any, sid: str, state: str) -> float:
 
 
 async def measure(app: Any, args: argparse.Namespace, gateway: Gateway | None) -> dict[str, Any]:
-    await app._post_start()
     daemon = app.web_app.settings["prime_daemon"]
     trivial = scripted.register_script("bench_trivial", [{"code": "answer(1)"}])
     km = daemon.kernel_manager
@@ -202,6 +201,11 @@ async def measure(app: Any, args: argparse.Namespace, gateway: Gateway | None) -
         out["load"][f"fanout {n}"] = load()
     await nb.stop()
     await km.shutdown_kernel(kid, now=True)
+    out["sandbox"] = (
+        "none (kernels on the gateway)"
+        if gateway is not None
+        else app.web_app.settings["prime_sandbox"].probe().mode
+    )
     return out
 
 
@@ -225,19 +229,10 @@ def worker(args: argparse.Namespace) -> None:
                 f"--GatewayLauncher.auth_token={GATEWAY_TOKEN}",
             ]
         try:
-            app = make_server(root, argv)
-            try:
-                res = app.io_loop.run_sync(lambda: measure(app, args, gateway))
-            finally:
-                app.io_loop.run_sync(app._cleanup)
+            res = serve(root, argv, lambda app: measure(app, args, gateway))
         finally:
             if gateway is not None:
                 gateway.stop()
-    res["sandbox"] = (
-        "none (kernels on the gateway)"
-        if gateway is not None
-        else app.web_app.settings["prime_sandbox"].probe().mode
-    )
     print(json.dumps(res))
 
 

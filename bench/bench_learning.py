@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from learning_tasks import FAMILIES, Task, split
 from local_tasks import check
 
-from prime_kernel.cli.run import make_server
+from prime_kernel.cli.headless import serve
 from prime_kernel.harness import refine as proposals
 from prime_kernel.models.local import MODEL as DEFAULT_MODEL
 
@@ -204,7 +204,6 @@ async def refine_arm(
 
 
 async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
-    await app._post_start()
     daemon = app.web_app.settings["prime_daemon"]
     daemon.harness.review_policy = "auto"
     if model_is_local(args.model):
@@ -290,11 +289,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.root or tmp).resolve()
         root.mkdir(parents=True, exist_ok=True)
-        app = make_server(root, ["--Daemon.keep_root_kernel=0"])
-        try:
-            result = app.io_loop.run_sync(lambda: bench(app, args))
-        finally:
-            app.io_loop.run_sync(app._cleanup)
+        result = serve(root, ["--Daemon.keep_root_kernel=0"], lambda app: bench(app, args))
     result["load"] = [load_before, os.getloadavg()[0]]
     phases = result["phases"]
     (b, n), (a, _), (r, _) = (score(phases[p]) for p in ("before", "after", "rollback"))

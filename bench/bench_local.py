@@ -35,7 +35,8 @@ import local_eval
 from local_tasks import FILES, TUNING, Task, check
 
 from prime_kernel.cli import inputs
-from prime_kernel.cli.run import DEFAULT_MODEL, make_server
+from prime_kernel.cli.headless import serve
+from prime_kernel.cli.run import DEFAULT_MODEL
 from prime_kernel.models import profiles, prompts
 
 
@@ -189,7 +190,6 @@ NO_FLOOR = {"answer": None, "text": "", "ok": False, "tokens": 0, "seconds": 0.0
 
 
 async def bench(app: Any, args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
-    await app._post_start()
     daemon = app.web_app.settings["prime_daemon"]
     rows = []
     for name, tasks in task_sets(args.set).items():
@@ -295,11 +295,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.root or tmp).resolve()
         root.mkdir(parents=True, exist_ok=True)
-        app = make_server(root, ["--Daemon.keep_root_kernel=0"])
-        try:
-            rows = app.io_loop.run_sync(lambda: bench(app, args, root))
-        finally:
-            app.io_loop.run_sync(app._cleanup)
+        rows = serve(root, ["--Daemon.keep_root_kernel=0"], lambda app: bench(app, args, root))
     load_after = os.getloadavg()[0]
     sets = {name: summary([r for r in rows if r["set"] == name]) for name in task_sets(args.set)}
     if args.json:

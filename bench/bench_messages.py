@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from floors import kernel_start_floor
 
-from prime_kernel.cli.headless import make_server
+from prime_kernel.cli.headless import serve
 from prime_kernel.daemon.kernels import KernelRunner
 from prime_kernel.models import scripted
 
@@ -65,7 +65,6 @@ async def run_cell(nb: KernelRunner, code: str, timeout: float = 900) -> str:
 
 
 async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
-    await app._post_start()
     daemon = app.web_app.settings["prime_daemon"]
     receiver = scripted.register_script(
         "bench_receiver", [{"code": RECEIVER.format(n=args.messages)}]
@@ -117,7 +116,7 @@ def main() -> None:
 
     kernel_start = asyncio.run(kernel_start_floor(3))
     with tempfile.TemporaryDirectory() as root:
-        app = make_server(
+        res = serve(
             Path(root),
             [
                 "--Daemon.pool_size=2",
@@ -125,11 +124,8 @@ def main() -> None:
                 "--Daemon.keep_root_kernel=0",
                 "--Daemon.message_rate_limit=100000",
             ],
+            lambda app: bench(app, args),
         )
-        try:
-            res = app.io_loop.run_sync(lambda: bench(app, args))
-        finally:
-            app.io_loop.run_sync(app._cleanup)
     res["kernel_start"] = kernel_start
     if args.json:
         print(json.dumps(res, indent=2))

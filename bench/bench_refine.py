@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_learning import CHECKER, run_task
 from learning_tasks import FAMILIES, split
 
-from prime_kernel.cli.run import make_server
+from prime_kernel.cli.headless import serve
 from prime_kernel.models.local import MODEL as DEFAULT_MODEL
 
 INSTRUCTIONS = [
@@ -55,7 +55,6 @@ async def evidence(daemon: Any, model: str) -> list[str]:
 
 
 async def bench(app: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
-    await app._post_start()
     daemon = app.web_app.settings["prime_daemon"]
     daemon.harness.review_policy = "review"
     daemon.harness.learn = False  # the evidence's verdicts are kept, nothing learned from them
@@ -95,11 +94,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.root or tmp).resolve()
         root.mkdir(parents=True, exist_ok=True)
-        app = make_server(root, ["--Daemon.keep_root_kernel=0"])
-        try:
-            rows = app.io_loop.run_sync(lambda: bench(app, args))
-        finally:
-            app.io_loop.run_sync(app._cleanup)
+        rows = serve(root, ["--Daemon.keep_root_kernel=0"], lambda app: bench(app, args))
     seconds = [r["seconds"] for r in rows]
     valid = sum(r["valid"] for r in rows)
     print(f"\nload average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")

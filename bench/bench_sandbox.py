@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prime_kernel.cli.run import make_server
+from prime_kernel.cli.headless import serve
 
 
 async def start_once(daemon: Any, sandbox: Any, mode: str) -> float:
@@ -51,7 +51,6 @@ async def round_trips(daemon: Any, sandbox: Any, mode: str, n: int) -> list[floa
 
 
 async def main(args: argparse.Namespace, app: Any) -> None:
-    await app._post_start()
     daemon = app.web_app.settings["prime_daemon"]
     sandbox = app.web_app.settings["prime_sandbox"]
     sandbox.mode = "bwrap"
@@ -85,11 +84,7 @@ def run() -> None:
     parser.add_argument("--executes", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root:
-        app = make_server(Path(root), ["--Daemon.pool_size=0"])
-        try:
-            app.io_loop.run_sync(lambda: main(args, app))
-        finally:
-            app.io_loop.run_sync(app._cleanup)
+        serve(Path(root), ["--Daemon.pool_size=0"], lambda app: main(args, app))
 
 
 if __name__ == "__main__":

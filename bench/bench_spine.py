@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from floors import kernel_start_floor, ready_client
 
-from prime_kernel.cli.headless import make_server
+from prime_kernel.cli.headless import serve
 from prime_kernel.daemon.kernels import KernelRunner
 from prime_kernel.models import scripted
 
@@ -90,7 +90,6 @@ async def child_ready(daemon: Any, nb: KernelRunner, model: str, n: int, warm: b
 
 
 async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
-    await app._post_start()
     daemon = app.web_app.settings["prime_daemon"]
     answer_now = scripted.register_script("bench_answer", [{"code": "answer(1)"}])
     turns = scripted.register_script(
@@ -151,14 +150,11 @@ def main() -> None:
 
     floor = asyncio.run(bare_floor(starts=5, executes=50))
     with tempfile.TemporaryDirectory() as root:
-        app = make_server(
+        res = serve(
             Path(root),
             ["--Daemon.pool_size=2", "--Daemon.max_concurrent=4", "--Daemon.keep_root_kernel=0"],
+            lambda app: bench(app, args),
         )
-        try:
-            res = app.io_loop.run_sync(lambda: bench(app, args))
-        finally:
-            app.io_loop.run_sync(app._cleanup)
     res.update(floor)
     if args.json:
         print(json.dumps(res, indent=2))

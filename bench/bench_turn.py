@@ -26,6 +26,7 @@ ratios are the result.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import json
 import os
@@ -44,7 +45,7 @@ from floors import ready_client
 from jupyter_client.manager import AsyncKernelManager
 from mock_model import turn_gaps
 
-from prime_kernel.cli.run import make_server
+from prime_kernel.cli.headless import serve, start_daemon
 
 HERE = Path(__file__).resolve().parent
 # The daemon validates the model's key before it starts a session; the mock ignores it.
@@ -168,6 +169,54 @@ def rlms_round(mock: Mock, turns: int, tag: str, environment: str) -> list[float
     return turn_gaps(mock.log())
 
 
+class Rounds:
+    """The alternating rounds, against one headless server: the floors, Prime, rlms. What does
+    not run on the server's loop (the openai SDK, rlms) runs in a thread meanwhile."""
+
+    def __init__(self, args: argparse.Namespace, mock: Mock) -> None:
+        self.args = args
+        self.mock = mock
+        self.samples: dict[str, list[float]] = {
+            k: []
+            for k in ("http", "client", "litellm", "execute", "prime", "rlms_local", "rlms_ipython")
+        }
+        self.loads: dict[str, list[float]] = {k: [] for k in self.samples}
+        # CPU time of the event loop's thread: on a loaded machine wall time would charge
+        # whatever runs when the process is descheduled.
+        self.cpu_process = self.cpu_loop = 0.0
+        self.profiler = cProfile.Profile(time.thread_time) if args.profile else None
+
+    async def run(self, app: Any) -> None:
+        args, mock, samples, loads = self.args, self.mock, self.samples, self.loads
+        app.web_app.settings["prime_daemon"].model_kwargs = {"api_base": mock.url}
+        await start_daemon(app)
+        calls = args.floor_calls // args.rounds
+        for i in range(args.rounds):
+            tag = f"r{i}"
+            loads["http"].append(load())
+            samples["http"] += await http_floor(mock.url, calls)
+            loads["client"].append(load())
+            samples["client"] += await asyncio.to_thread(client_floor, mock.url, calls)
+            loads["litellm"].append(load())
+            samples["litellm"] += await litellm_floor(mock.url, calls)
+            loads["execute"].append(load())
+            samples["execute"] += await execute_floor(calls)
+            loads["prime"].append(load())
+            if self.profiler is not None:
+                self.profiler.enable()
+            cpu = time.process_time(), time.thread_time()
+            samples["prime"] += await prime_round(app, mock, args.turns, tag)
+            self.cpu_process += time.process_time() - cpu[0]
+            self.cpu_loop += time.thread_time() - cpu[1]
+            if self.profiler is not None:
+                self.profiler.disable()
+            for env in ("local", "ipython"):
+                loads[f"rlms_{env}"].append(load())
+                samples[f"rlms_{env}"] += await asyncio.to_thread(
+                    rlms_round, mock, args.turns, tag, env
+                )
+
+
 def summary(xs: list[float]) -> dict[str, float]:
     return {"median": statistics.median(xs), "p95": p95(xs), "n": len(xs)}
 
@@ -182,65 +231,24 @@ def main() -> None:
     args = parser.parse_args()
 
     mock = Mock(args.turns)
-    samples: dict[str, list[float]] = {
-        k: []
-        for k in ("http", "client", "litellm", "execute", "prime", "rlms_local", "rlms_ipython")
-    }
-    loads: dict[str, list[float]] = {k: [] for k in samples}
-    # CPU time of the event loop's thread: on a loaded machine wall time would charge whatever
-    # runs when the process is descheduled.
-    cpu_process = cpu_loop = 0.0
-    profiler = cProfile.Profile(time.thread_time) if args.profile else None
+    rounds = Rounds(args, mock)
     try:
         with tempfile.TemporaryDirectory() as root:
-            app = make_server(
+            serve(
                 Path(root),
                 [
                     f"--Daemon.default_model={PRIME_MODEL}",
                     "--Daemon.pool_size=1",
                     "--Daemon.keep_root_kernel=0",
                 ],
+                rounds.run,
+                start=False,
             )
-            daemon = app.web_app.settings["prime_daemon"]
-            daemon.model_kwargs = {"api_base": mock.url}
-            try:
-                app.io_loop.run_sync(app._post_start)
-                for i in range(args.rounds):
-                    tag = f"r{i}"
-                    loads["http"].append(load())
-                    samples["http"] += app.io_loop.run_sync(
-                        lambda: http_floor(mock.url, args.floor_calls // args.rounds)
-                    )
-                    loads["client"].append(load())
-                    samples["client"] += client_floor(mock.url, args.floor_calls // args.rounds)
-                    loads["litellm"].append(load())
-                    samples["litellm"] += app.io_loop.run_sync(
-                        lambda: litellm_floor(mock.url, args.floor_calls // args.rounds)
-                    )
-                    loads["execute"].append(load())
-                    samples["execute"] += app.io_loop.run_sync(
-                        lambda: execute_floor(args.floor_calls // args.rounds)
-                    )
-                    loads["prime"].append(load())
-                    if profiler is not None:
-                        profiler.enable()
-                    cpu = time.process_time(), time.thread_time()
-                    samples["prime"] += app.io_loop.run_sync(
-                        lambda tag=tag: prime_round(app, mock, args.turns, tag)  # type: ignore[misc]
-                    )
-                    cpu_process += time.process_time() - cpu[0]
-                    cpu_loop += time.thread_time() - cpu[1]
-                    if profiler is not None:
-                        profiler.disable()
-                    for env in ("local", "ipython"):
-                        loads[f"rlms_{env}"].append(load())
-                        samples[f"rlms_{env}"] += rlms_round(mock, args.turns, tag, env)
-            finally:
-                app.io_loop.run_sync(app._cleanup)
     finally:
         mock.close()
-    if profiler is not None:
-        profiler.dump_stats(args.profile)
+    if rounds.profiler is not None:
+        rounds.profiler.dump_stats(args.profile)
+    samples, loads = rounds.samples, rounds.loads
 
     res = {k: summary(v) for k, v in samples.items()}
     floor = res["http"]["median"] + res["execute"]["median"]
@@ -248,7 +256,10 @@ def main() -> None:
     res["load"] = {k: round(statistics.mean(v), 2) for k, v in loads.items()}
     # CPU the server process spent per Prime turn: steadier than wall time on a busy machine.
     turns = args.turns * args.rounds
-    res["prime_cpu"] = {"process": cpu_process / turns, "event_loop": cpu_loop / turns}
+    res["prime_cpu"] = {
+        "process": rounds.cpu_process / turns,
+        "event_loop": rounds.cpu_loop / turns,
+    }
     if args.json:
         print(json.dumps(res, indent=2))
         return

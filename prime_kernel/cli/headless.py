@@ -14,18 +14,21 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from ..util.files import private_dir
 from .common import CLIError
 
 # Log files kept per root (the oldest are removed).
 KEEP_LOGS = 20
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -128,9 +131,45 @@ def make_server(root: Path, extra_argv: list[str]) -> Any:
     return app
 
 
+def serve(
+    root: Path,
+    extra_argv: list[str],
+    main: Callable[[Any], Awaitable[T]],
+    *,
+    start: bool = True,
+) -> T:
+    """`main(app)` against a headless server in ROOT (`make_server(root, extra_argv)`), then
+    the server shut down whatever `main` did: the daemon stopped (its sessions left
+    resumable, its records flushed), its kernels shut down. With `start` (the default) the
+    daemon is started first; without, `main` starts it (`start_daemon`), as `prime-agent run`
+    does to be interruptible meanwhile. From the main thread (Ctrl-C is ignored while the
+    server shuts down: kernels would be left running)."""
+    app = make_server(root, extra_argv)
+
+    async def run() -> T:
+        if start:
+            await start_daemon(app)
+        return await main(app)
+
+    try:
+        return app.io_loop.run_sync(run)
+    finally:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            # jupyter_server's own shutdown (pytest-jupyter's too). Its public `stop()` runs
+            # it as a loop callback and would leave the loop running if a step failed.
+            app.io_loop.run_sync(app._cleanup)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
 async def start_daemon(app: Any) -> Any:
     """Start the server's extensions; the daemon once it is ready."""
-    await app._post_start()  # logs (and swallows) an extension that fails to start
+    try:
+        # What jupyter_server does once its loop runs: only our extension is loaded.
+        await app.extension_manager.start_all_extensions()
+    except Exception as e:  # as jupyter_server does: logged; prime_unavailable says why
+        app.log.error(e)
     daemon = app.web_app.settings.get("prime_daemon")
     if daemon is None or daemon.pool is None:
         error = app.web_app.settings.get("prime_unavailable")

@@ -35,10 +35,10 @@ from .headless import (
     Terminal,
     busy_roots,
     last_startup,
-    make_server,
     new_log,
     quiet_process,
     record_startup,
+    serve,
     start_daemon,
 )
 from .remote import Refused, Server, Unreachable, find_server
@@ -331,37 +331,12 @@ def _serve(
 ) -> int:
     # The status line until the session exists (`_submit_and_follow` stops it).
     with Ticker(_progress_stream(args, terminal), "starting a server") as ticker:
-        app = make_server(root, argv)
-        return _serve_app(app, args, root, job, terminal, log, ticker)
-
-
-def _serve_app(
-    app: Any,
-    args: argparse.Namespace,
-    root: Path,
-    job: Job,
-    terminal: Terminal,
-    log: Path,
-    ticker: Ticker,
-) -> int:
-    try:
-        # Not the server's handlers (on a terminal, its Ctrl-C asks whether to shut down):
-        # until the session is being followed, either signal stops the command before it
-        # starts one.
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
-        app.write_server_info_file()
-        code: int = app.io_loop.run_sync(
-            lambda: _serve_and_follow(app, root, job, args, terminal, log, ticker)
+        return serve(
+            root,
+            argv,
+            lambda app: _serve_and_follow(app, root, job, args, terminal, log, ticker),
+            start=False,
         )
-        return code
-    finally:
-        # Ctrl-C now would leave kernels running: stopping them takes a moment.
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            app.io_loop.run_sync(app._cleanup)
-        finally:
-            signal.signal(signal.SIGINT, previous)
 
 
 async def _serve_and_follow(
@@ -373,6 +348,11 @@ async def _serve_and_follow(
     log: Path,
     ticker: Ticker,
 ) -> int:
+    # Not the server's handlers (on a terminal, its Ctrl-C asks whether to shut down): until
+    # the session is being followed, either signal stops the command before it starts one.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    app.write_server_info_file()
     stop = Stop()
     with _interrupts(stop):
         starting = asyncio.ensure_future(start_daemon(app))
@@ -385,7 +365,7 @@ async def _serve_and_follow(
                 await starting
             return _report(args, root, None, terminal, log)
         daemon = starting.result()
-        record_startup(time.monotonic() - ticker.since)  # since make_server() began
+        record_startup(time.monotonic() - ticker.since)  # since serve() began making the server
         server = Server(app.server_info())
         outcome = await _submit_and_follow(server, job, args, terminal, stop, ticker, root)
         code = _report(args, root, outcome, terminal, log)
