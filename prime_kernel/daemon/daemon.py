@@ -1269,7 +1269,7 @@ class Daemon(LoggingConfigurable):
                 limit=self.max_blob_bytes,
             )
 
-    async def answer(self, live: LiveSession, data: bytes, text: str) -> None:
+    async def answer(self, live: LiveSession, data: bytes | bytearray, text: str) -> None:
         """answer(value) from `live`'s kernel: `data` is the value pickled, kept as it came."""
         _check_answering(live)
         if not data:

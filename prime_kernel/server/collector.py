@@ -7,18 +7,17 @@ from typing import Any
 
 from ..protocol.errors import InvalidRequest
 from ..protocol.wire import BLOB_ID, KERNEL_API
-from .base import KernelHandler
+from .base import KernelHandler, UploadHandler
 
 BLOB = rf"(?P<blob_id>{BLOB_ID})"
 
 
-class SpillsHandler(KernelHandler):
+class SpillsHandler(UploadHandler):
     async def post(self) -> None:
-        data = self.request.body
         name = self.get_argument("name", "")
         if not name or len(name) > 300:
             raise InvalidRequest("?name= must name the variable (at most 300 characters)")
-        self.daemon.check_blob_size(len(data), f"the value of {name!r}")
+        data = self.uploaded(f"the value of {name!r}")
         blob_id = await self.daemon.store.put_blob(data)
         self.daemon.collector.record_spill(self.caller, blob_id, name, len(data))
         await self.reply({"blob_id": blob_id, "size": len(data)}, status=201)

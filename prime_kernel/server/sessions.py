@@ -12,7 +12,7 @@ from typing import Any
 from ..protocol.errors import InvalidRequest
 from ..protocol.states import SessionState
 from ..protocol.wire import API, KERNEL_API, MAX_WAIT, SESSION_ID
-from .base import KernelHandler, UserHandler
+from .base import KernelHandler, UploadHandler, UserHandler
 
 ID = rf"(?P<session_id>{SESSION_ID})"
 # Longest answer repr kept (the kernel caps it too, but the kernel is not trusted).
@@ -168,19 +168,17 @@ class AnswerOfHandler(KernelHandler):
         self.finish(data)
 
 
-class BlobsHandler(KernelHandler):
+class BlobsHandler(UploadHandler):
     # What a kernel uploads, for the message if it is too large.
     WHAT = {"context": "the context", "snapshot": "the REPL snapshot"}
 
     async def post(self) -> None:
-        size = len(self.request.body)
         kind = self.get_argument("what", "")
         if kind and kind not in self.WHAT:
             raise InvalidRequest(f"what must be one of {', '.join(self.WHAT)}, not {kind[:40]!r}")
-        what = self.WHAT.get(kind, "the value")
-        self.daemon.check_blob_size(size, what)
-        blob_id = await self.daemon.store.put_blob(self.request.body)
-        self.write_json({"blob_id": blob_id, "size": size}, status=201)
+        data = self.uploaded(self.WHAT.get(kind, "the value"))
+        blob_id = await self.daemon.store.put_blob(data)
+        self.write_json({"blob_id": blob_id, "size": len(data)}, status=201)
 
 
 class ContextHandler(KernelHandler):
@@ -190,7 +188,7 @@ class ContextHandler(KernelHandler):
         self.finish(data)
 
 
-class AnswerHandler(KernelHandler):
+class AnswerHandler(UploadHandler):
     async def post(self) -> None:
         # The value comes pickled as the body and is stored as it came (never decoded on the
         # loop); its repr rides in the query, so answer() is one request.
@@ -201,7 +199,7 @@ class AnswerHandler(KernelHandler):
         text = self.get_argument("repr", "", strip=False)
         if len(text) > MAX_REPR_CHARS:
             text = text[:MAX_REPR_CHARS] + "…"
-        await self.daemon.answer(self.caller, self.request.body, text)
+        await self.daemon.answer(self.caller, self.uploaded("the answer"), text)
         await self.reply({"session_id": self.caller.id, "answered": True})
 
 

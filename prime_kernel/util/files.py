@@ -46,7 +46,7 @@ def renamed_into(folder: Path, private: Path | None, write: Callable[[Path], T])
     return write(folder)
 
 
-def atomic_write(path: Path, data: bytes, *, tmp_dir: Path | None = None) -> None:
+def atomic_write(path: Path, data: bytes | bytearray, *, tmp_dir: Path | None = None) -> None:
     """Write a file so that it is either absent or complete, never half-written; the
     temporary file goes to `tmp_dir` if it can (see `renamed_into`)."""
     path.parent.mkdir(parents=True, exist_ok=True)

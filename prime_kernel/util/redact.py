@@ -27,6 +27,9 @@ REDACTED = "[REDACTED]"
 # Shorter values would blank out ordinary words and numbers all over a notebook.
 MIN_SECRET_LENGTH = 8
 
+# Bytes searched per call in large values (a few milliseconds, even in the worst case).
+SEARCH_WINDOW = 1 << 18
+
 # How litellm (and the providers it calls) name credentials in the environment: every
 # variable litellm reads with one of these endings holds a key, token or password
 # (OPENAI_API_KEY, WATSONX_APIKEY, WATSONX_ZENAPIKEY, AIMLAPI_KEY, AWS_SESSION_TOKEN,
@@ -143,11 +146,19 @@ class Redactor:
             self._pattern = re.compile("|".join(map(re.escape, self._values)))
         return self._pattern.sub(REDACTED, value)
 
-    def found_in(self, data: bytes) -> bool:
-        """Whether any secret appears in `data` (as UTF-8)."""
-        return any(s.encode("utf-8", "surrogatepass") in data for s in self._values)
+    def found_in(self, data: bytes | bytearray) -> bool:
+        """Whether any secret appears in `data` (as UTF-8). Searched a window at a time: one
+        search of a large value holds the GIL throughout — seconds for 150 MB of one repeated
+        byte — and the daemon's event loop waits for it, even with the search in a thread."""
+        for s in self._values:
+            raw = s.encode("utf-8", "surrogatepass")
+            for start in range(0, max(len(data) - len(raw) + 1, 0), SEARCH_WINDOW):
+                # Windows overlap by len(raw) - 1 bytes: a secret across a boundary is found.
+                if data.find(raw, start, start + SEARCH_WINDOW + len(raw) - 1) >= 0:
+                    return True
+        return False
 
-    def pickle(self, data: bytes) -> bytes:
+    def pickle(self, data: bytes | bytearray) -> bytes | bytearray:
         """`data`, a pickle, with every secret in its strings replaced: `[REDACTED]` in a
         text, asterisks of the same length in bytes (an array's buffer keeps its size).
         Unchanged when no secret is in it (nearly always, and then nearly free); a pickle
@@ -159,7 +170,7 @@ class Redactor:
         except Exception:  # not a pickle we can walk: mask the raw bytes
             return self.mask(data)
 
-    def mask(self, data: bytes) -> bytes:
+    def mask(self, data: bytes | bytearray) -> bytes | bytearray:
         """`data` with every secret's bytes replaced by as many asterisks."""
         for s in self._values:
             raw = s.encode("utf-8", "surrogatepass")
@@ -191,7 +202,7 @@ _BYTES_OPS = {
 }
 
 
-def _rewrite_strings(data: bytes, redactor: Redactor) -> bytes:
+def _rewrite_strings(data: bytes | bytearray, redactor: Redactor) -> bytes:
     """The pickle `data` re-emitted opcode by opcode, its strings redacted. Frames (lengths of
     the parts that follow, a reading hint only) are dropped, since lengths change."""
     ops = list(pickletools.genops(io.BytesIO(data)))
@@ -221,7 +232,7 @@ def _unicode_op(text: str) -> bytes:
     return pickle.BINUNICODE8 + struct.pack("<Q", len(raw)) + raw
 
 
-def _bytes_op(name: str, raw: bytes) -> bytes:
+def _bytes_op(name: str, raw: bytes | bytearray) -> bytes:
     # Same length as before (the mask keeps it): the same opcode family fits.
     if name == "BYTEARRAY8":
         return pickle.BYTEARRAY8 + struct.pack("<Q", len(raw)) + raw

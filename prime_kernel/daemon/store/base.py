@@ -139,8 +139,9 @@ class Store(abc.ABC):
 
     # -- blobs (pickled contexts, answers and REPL snapshots travel by file) -------------------
     @abc.abstractmethod
-    async def put_blob(self, data: bytes) -> str:
-        """Store `data` (a pickle, its strings scrubbed first); its id."""
+    async def put_blob(self, data: bytes | bytearray) -> str:
+        """Store `data` (a pickle, its strings scrubbed first); its id. The event loop never
+        waits for it: large values are scrubbed and written elsewhere."""
 
     @abc.abstractmethod
     async def get_blob(self, blob_id: str) -> bytes: ...

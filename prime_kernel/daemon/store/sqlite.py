@@ -704,7 +704,7 @@ class SqliteStore(Store):
         return list(await self._read(read))
 
     # -- blobs ----------------------------------------------------------------------------------
-    async def put_blob(self, data: bytes) -> str:
+    async def put_blob(self, data: bytes | bytearray) -> str:
         blob_id = new_id("b")
         path = self.blob_path(blob_id)
         redactor = self.redactor()
@@ -741,7 +741,7 @@ def _full(path: Path, e: BaseException) -> str:
     return f"the disk under {path.parent} is full ({e}); free some space and try again"
 
 
-def _write_private(path: Path, data: bytes, tmp_dir: Path, redactor: Redactor) -> None:
+def _write_private(path: Path, data: bytes | bytearray, tmp_dir: Path, redactor: Redactor) -> None:
     atomic_write(path, redactor.pickle(data), tmp_dir=tmp_dir)
     os.chmod(path, 0o600)
 
