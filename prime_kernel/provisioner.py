@@ -132,7 +132,12 @@ class PrimeProvisioner(LocalProvisioner):
                         users.share, os.path.expanduser(folder), [str(daemon.store_dir)]
                     )
             cmd = kwargs["cmd"]
-            kwargs["cmd"], placeholder = self._sandbox(cmd, kwargs, doc, daemon)
+            # What the kernel's interpreter puts on its path: asked of it (a process started
+            # and waited for) once per server, never on the event loop.
+            paths = []
+            if sandbox is not None and sandbox.probe().mode == sandbox_mod.BWRAP:
+                paths = await asyncio.to_thread(sandbox_mod.python_paths, cmd, env)
+            kwargs["cmd"], placeholder = self._sandbox(cmd, kwargs, doc, daemon, paths)
             if self._fork_server is not None and _forkable(cmd):
                 self._fork = {
                     "python": cmd[0],
@@ -153,7 +158,12 @@ class PrimeProvisioner(LocalProvisioner):
         return kwargs
 
     def _sandbox(
-        self, cmd: list[str], kwargs: dict[str, Any], doc: dict[str, Any], daemon: Any
+        self,
+        cmd: list[str],
+        kwargs: dict[str, Any],
+        doc: dict[str, Any],
+        daemon: Any,
+        python_paths: list[str],
     ) -> tuple[list[str], list[str] | None]:
         """The kernel command wrapped in the sandbox, and the same sandbox around the fork
         placeholder; `cmd` and None without a sandbox."""
@@ -182,7 +192,7 @@ class PrimeProvisioner(LocalProvisioner):
             root_dir=root,
             store_dir=str(daemon.store_dir),
             runtime_dirs=sorted(runtime),
-            python_paths=sandbox_mod.python_paths(cmd, kwargs.get("env")),
+            python_paths=python_paths,
             private_dirs=[own_dir],
             private_files=[connection_file, str(private.socket_path())],
         )
