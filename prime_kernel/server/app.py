@@ -68,6 +68,9 @@ class PrimeApp(ExtensionApp):
         # start does not wait for it (the daemon awaits the same import when it starts).
         threading.Thread(target=import_litellm, name="import-litellm", daemon=True).start()
         kernel_manager.use_for(serverapp.kernel_manager)
+        # jupyter_client makes it at the first kernel start, on the event loop, reading the
+        # entry points of every installed distribution (a fifth of a second on a busy machine).
+        KernelProvisionerFactory.instance(parent=serverapp.kernel_manager)
         try:
             daemon = self.daemon_class(
                 parent=self,
