@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from prime_kernel.cli.bus import EventBus
+from prime_kernel.cli.headless import serve
 from prime_kernel.cli.remote import Server
-from prime_kernel.cli.run import make_server
 from prime_kernel.models import scripted
 from prime_kernel.protocol.records import MODEL_DELTA_SCHEMA_ID
 
@@ -237,13 +237,12 @@ def main() -> None:
         os.environ["JUPYTER_RUNTIME_DIR"] = str(runtime)
         env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
         env.pop("PRIME_MODEL", None)
-        app = make_server(root, ["--Daemon.pool_size=1", "--Daemon.keep_root_kernel=0"])
-        try:
-            app.io_loop.run_sync(app._post_start)
+
+        async def run(app: Any) -> Any:
             app.write_server_info_file()  # so the CLI finds this server
-            results, late = app.io_loop.run_sync(lambda: measure(app, args, root, env))
-        finally:
-            app.io_loop.run_sync(app._cleanup)
+            return await measure(app, args, root, env)
+
+        results, late = serve(root, ["--Daemon.pool_size=1", "--Daemon.keep_root_kernel=0"], run)
     load_after = os.getloadavg()[0]
     table = {
         name: {
