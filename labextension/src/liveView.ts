@@ -11,7 +11,8 @@ import type { ILiveCall } from './tokens';
 
 export class LiveReplyView extends Widget {
   constructor(trans: TranslationBundle) {
-    super({ node: h('div', { className: 'jp-PrimeEvent jp-PrimeEvent-assistant jp-PrimeSession-live' }) });
+    // Not a `.jp-PrimeEvent`: it is no event of the trajectory (yet).
+    super({ node: h('div', { className: 'jp-PrimeSession-live' }) });
     this._trans = trans;
     this._label = h('span', { className: 'jp-PrimeSession-writing' });
     this._text = document.createTextNode('');
