@@ -48,7 +48,7 @@ module.exports = {
   },
   'ui-refine': { turns: [{ text: JSON.stringify(refinement) }] },
   // A model that thinks for 3 s (the test opens the view meanwhile), then streams its reply in
-  // six pieces 0.5 s apart: the session view shows it growing before the call ends.
+  // six pieces 0.8 s apart: the session view shows it growing before the call ends.
   'ui-stream': {
     turns: [
       {
@@ -62,7 +62,7 @@ module.exports = {
           'in the REPL ',
           'before answering.'
         ],
-        piece_delay: 0.5,
+        piece_delay: 0.8,
         code: 'answer(6 * 7)'
       }
     ]
