@@ -54,10 +54,10 @@ export class LiveReply implements ILiveReply {
 
   readonly sessionId: string;
 
-  /** The call being shown: the newest one not yet stored (and not expired), or null. */
+  /** The call being shown: the newest one not yet stored (and not expired) with text, or null. */
   get current(): ILiveCall | null {
     const c = this._call;
-    if (!c) {
+    if (!c || !c.chars) {
       return null;
     }
     if (c.view === null) {

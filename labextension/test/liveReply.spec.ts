@@ -64,6 +64,11 @@ describe('LiveReply', () => {
     expect(live.current).toEqual({ call: 2, text: `${GAP}the rest`, done: false });
   });
 
+  it('shows nothing of a call with no text (only its last delta seen)', () => {
+    live.add(D(4, 9, '', true));
+    expect(live.current).toBeNull();
+  });
+
   it("ignores other sessions' deltas", () => {
     expect(live.add(D(1, 1, 'not mine', false, 'sb'))).toBe(false);
     expect(live.current).toBeNull();
