@@ -1245,6 +1245,7 @@ test('a streamed reply grows in the session view before the call ends; the store
 }, info) => {
   await page.addInitScript(tapDeltas);
   await openLab(page);
+  const since = Date.now();
   const session = await createSession(request, { prompt: 'What is 6 * 7? Stream your reasoning.', model: 'scripted/ui-stream' });
   await run(page, 'prime-kernel:open-session', { id: session.id });
   const view = sessionView(page);
@@ -1309,7 +1310,7 @@ test('a streamed reply grows in the session view before the call ends; the store
     .split('\n')
     .filter(Boolean)
     .map(line => JSON.parse(line) as { ms: number; model: string; piece: string })
-    .filter(p => p.model === 'scripted/ui-stream');
+    .filter(p => p.model === 'scripted/ui-stream' && p.ms >= since);
   expect(sent.map(p => p.piece).join('')).toContain('before answering.');
   const endToEnd: number[] = [];
   const toPage: number[] = [];
