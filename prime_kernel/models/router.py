@@ -244,29 +244,47 @@ class ModelRouter:
         model: str,
         messages: list[dict[str, Any]],
         on_text: Callable[[str], None],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        cache_at: int | None = None,
         **kwargs: Any,
     ) -> Completion:
-        """A completion (text only, no tools) streamed: `on_text(piece)` as the reply grows,
-        then the same Completion `complete` returns, priced the same way."""
+        """One model call streamed: `on_text(piece)` as the reply's text grows, then the same
+        Completion `complete` returns (tool calls rebuilt from their pieces, the usage of the
+        stream's last chunk), priced the same way. The direct OpenAI path does not stream: its
+        whole text is one piece. Cancelling the call closes the provider's stream at once."""
         litellm = self.litellm
         start = time.monotonic()
+        if self.direct and openai_direct.endpoint(litellm, model, kwargs) is not None:
+            completion = await self.complete(
+                model, messages, tools=tools, cache_at=cache_at, **kwargs
+            )
+            if completion.message.get("content"):
+                on_text(completion.message["content"])
+            return completion
+        if cache_at and self.needs_breakpoints(model):
+            messages = with_breakpoints(messages, cache_at)
 
         async def read() -> Any:
             response = await litellm.acompletion(
                 model=model,
                 messages=messages,
+                tools=tools or None,
                 stream=True,
                 stream_options={"include_usage": True},
                 **kwargs,
             )
             chunks = []
-            async for chunk in response:
-                chunks.append(chunk)
-                piece = chunk.choices[0].delta.content if chunk.choices else None
-                if piece:
-                    on_text(piece)
+            # Closed however the read ends (a cancel too): the provider stops generating.
+            async with contextlib.aclosing(response):
+                async for chunk in response:
+                    chunks.append(chunk)
+                    piece = chunk.choices[0].delta.content if chunk.choices else None
+                    if piece:
+                        on_text(piece)
             return litellm.stream_chunk_builder(chunks, messages=messages)
 
+        # The timeout covers the whole read, not only the wait for the first chunk.
         try:
             response = await asyncio.wait_for(read(), self.timeout)
         except asyncio.TimeoutError:
