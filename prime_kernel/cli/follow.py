@@ -32,6 +32,8 @@ POLL = 0.2
 # With the bus, a look at the daemon when it notifies something, and at least this often (a
 # notification lost when the bus reconnects, say).
 BUS_POLL = 2.0
+# Notifications kept from before the followed tree is known (a few seconds' worth at most).
+EARLY = 2000
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _ENDED = {s.value for s in TERMINAL}
 
@@ -365,7 +367,7 @@ async def follow(
     cancelled = False
     answer_kind: str | None = None
     if news is not None:
-        news.watch(root_id, progress)
+        news.watch(root_id, session_id, progress)
     while True:
         if stop.requested.is_set() and not cancelled:
             cancelled = True
@@ -424,6 +426,8 @@ class News:
         self.progress: Progress | None = None
         # Session id -> its record and depth below the followed session, as last looked at.
         self.places: dict[str, tuple[dict[str, Any], int]] = {}
+        # What came before the followed tree was known.
+        self.early: list[dict[str, Any]] = []
 
     @classmethod
     async def subscribe(cls, server: Server) -> News | None:
@@ -440,12 +444,18 @@ class News:
     def alive(self) -> bool:
         return self.bus is not None and self.bus.alive
 
-    def watch(self, root_id: str, progress: Progress) -> None:
+    def watch(self, root_id: str, session_id: str, progress: Progress) -> None:
+        """Follow `session_id` (in the tree of `root_id`): its pieces from now on, and those
+        that came before (a reply may begin before the first look at the tree)."""
         self.root_id = root_id
         self.progress = progress
+        self.places.setdefault(session_id, ({"id": session_id}, 0))
+        early, self.early = self.early, []
+        for data in early:
+            self._on_message(data)
 
     def place(self, records: list[tuple[dict[str, Any], int]]) -> None:
-        self.places = {record["id"]: (record, depth) for record, depth in records}
+        self.places.update((record["id"], (record, depth)) for record, depth in records)
 
     async def wait(self, timeout: float) -> bool:
         """Whether something was notified within `timeout` seconds (and forget it)."""
@@ -460,7 +470,11 @@ class News:
             self.bus.close()
 
     def _on_message(self, data: dict[str, Any]) -> None:
-        if self.root_id is None or data.get("root_id") != self.root_id:
+        if self.root_id is None:
+            if len(self.early) < EARLY:
+                self.early.append(data)
+            return
+        if data.get("root_id") != self.root_id:
             return
         schema = data.get("schema_id")
         if schema == SESSION_EVENT_SCHEMA_ID:
