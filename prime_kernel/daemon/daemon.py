@@ -1107,17 +1107,36 @@ class Daemon(LoggingConfigurable):
         cache_break = live.prefix.check(sent[:stable])
         # The reply is told to the event bus as it streams (streaming.py); `done` goes however
         # the call ends. A cancel of the session's task closes the provider's stream.
+        model = live.record.model or ""
         call = int(live.record.usage.get("model_calls", 0)) + 1
         redactor = self.scrubber.redactor(self.tokens.live_tokens())
+        start = time.monotonic()
         with ReplyStream(self.event_log, live.record, call, redactor) as reply:
-            completion = await self.router.stream(
-                live.record.model or "",
-                sent,
-                reply.push,
-                tools=[PYTHON_TOOL] if tools else None,
-                cache_at=stable,
-                **{**self.model_kwargs, **kwargs},
+            live.reply_task = asyncio.ensure_future(
+                self.router.stream(
+                    model,
+                    sent,
+                    reply.push,
+                    tools=[PYTHON_TOOL] if tools else None,
+                    cache_at=stable,
+                    **{**self.model_kwargs, **kwargs},
+                )
             )
+            try:
+                completion = await live.reply_task
+            except asyncio.CancelledError:
+                # Stopped halfway (the session cancelled, or its reply interrupted): what it
+                # said so far was generated, and is billed.
+                interrupted = live.reply_interrupted and not live.cancelling
+                if reply.text or interrupted:
+                    partial = self.router.partial(model, sent, reply.text, time.monotonic() - start)
+                    self._account(live, partial, cache_break=cache_break)
+                if not interrupted:
+                    raise
+                return partial
+            finally:
+                live.reply_task = None
+                live.reply_interrupted = False
         self._account(live, completion, cache_break=cache_break)
         self.refiner.turn_taken()
         return completion
@@ -1382,8 +1401,14 @@ class Daemon(LoggingConfigurable):
         return self.session_json(session_id)
 
     async def interrupt(self, session_id: str) -> None:
+        """Interrupt what the session does: its model's reply as it streams (the agent keeps
+        what was said and is told), else its running cell."""
         self.registry.get(session_id)
         live = self.live.get(session_id)
+        if live is not None and live.reply_task is not None and not live.reply_task.done():
+            live.reply_interrupted = True
+            live.reply_task.cancel()
+            return
         if live is None or live.runner is None:
             raise PrimeError(f"session {session_id} has no running kernel to interrupt")
         await live.runner.interrupt()

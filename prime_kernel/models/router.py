@@ -29,6 +29,8 @@ def litellm_module() -> Any:
 
 
 CUSTOM_PROVIDERS = ("scripted", "local")
+# The finish reason of a reply a person interrupted while it streamed (`ModelRouter.partial`).
+INTERRUPTED = "interrupted"
 # Providers serving Claude, whose prompt cache holds only what `cache_control` breakpoints mark;
 # the others (OpenAI, Gemini, DeepSeek) cache a prompt's beginning by themselves, and litellm
 # would pass them the breakpoints unchanged.
@@ -294,6 +296,28 @@ class ModelRouter:
         if response is None:
             raise ModelError(f"model call to {model!r} returned nothing", model=model)
         return _completion(litellm, model, response, time.monotonic() - start)
+
+    def partial(
+        self, model: str, messages: list[dict[str, Any]], text: str, duration: float
+    ) -> Completion:
+        """What a stream stopped halfway (a cancel, an interrupt) produced: its text so far,
+        and its usage and cost estimated (a provider bills what it generated, but sends no usage
+        for a stream closed early), finish reason INTERRUPTED."""
+        prompt = self.count_tokens(model, messages)
+        completion = self.count_tokens(model, [{"role": "assistant", "content": text}])
+        usage = _usage_dict(prompt, completion, 0, 0)
+        try:
+            cost = float(
+                sum(
+                    self.litellm.cost_per_token(
+                        model=model, prompt_tokens=prompt, completion_tokens=completion
+                    )
+                )
+            )
+        except Exception:  # a model litellm cannot price
+            cost = 0.0
+        message = {"role": "assistant", "content": text}
+        return Completion(message, INTERRUPTED, usage, cost, duration, uncached_cost=cost)
 
     def _late(self, model: str) -> ModelError:
         return ModelError(

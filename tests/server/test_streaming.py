@@ -123,3 +123,38 @@ async def test_cancel_in_the_middle_of_a_stream_ends_it(daemon, jp_fetch, deltas
         assert len(sent) == closed_at
     finally:
         scripted.on_piece = None
+
+
+async def test_an_interrupt_stops_the_reply_and_the_agent_goes_on(daemon, jp_fetch, deltas):
+    seen: list[list[dict[str, Any]]] = []
+
+    def answer(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append(messages)
+        return {"code": "answer(7)"}
+
+    long = "word " * 600
+    model = scripted.register_script(
+        "interrupted",
+        [{"text": long, "pieces": 600, "piece_delay": 0.05, "code": "answer(1)"}, answer],
+    )
+    sid = await start_session(jp_fetch, "talk, then answer", model=model)
+    await wait_for(lambda: len(deltas.of(sid)) >= 2)
+    await jp_fetch("api", "prime", "sessions", sid, "interrupt", method="POST", body="{}")
+    record = daemon.registry.get(sid)
+    await wait_for(lambda: record.terminal)
+
+    assert record.state.value == "DONE" and record.answer_repr == "7"
+    first = [d for d in deltas.of(sid) if d["call"] == 1]
+    assert first[-1]["done"] is True
+    said = (await events(daemon, sid, "assistant"))[0]["data"]
+    # What was said is kept (what the deltas showed), its unfinished code dropped and not run.
+    assert said["content"] == "".join(d["text"] for d in first)
+    assert 0 < len(said["content"]) < len(long) and not said["tool_calls"]
+    calls = await events(daemon, sid, "model_call")
+    assert [c["data"]["finish_reason"] for c in calls] == ["interrupted", "tool_calls"]
+    assert calls[0]["data"]["usage"]["completion_tokens"] > 0  # what it said is billed
+    cells = await events(daemon, sid, "cell")
+    assert [c["data"]["code"] for c in cells] == ["answer(7)"]
+    # The model is told, at its next turn, after what it said.
+    assert seen[0][-2]["content"] == said["content"]
+    assert "A person interrupted your reply" in seen[0][-1]["content"]
