@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import os
 import threading
@@ -50,6 +51,10 @@ def import_litellm() -> Any:
 
             litellm.suppress_debug_info = True
             litellm.telemetry = False
+            # litellm ends each stream in a thread through anyio, whose asyncio backend is
+            # imported on first use: a second or more of the first streamed reply, unless here.
+            with contextlib.suppress(ImportError):
+                importlib.import_module("anyio._backends._asyncio")
             from . import scripted
 
             providers = [p for p in litellm.custom_provider_map if p["provider"] != "scripted"]
