@@ -258,17 +258,22 @@ class ModelRouter:
     ) -> Completion:
         """One model call streamed: `on_text(piece)` as the reply's text grows, then the same
         Completion `complete` returns (tool calls rebuilt from their pieces, the usage of the
-        stream's last chunk), priced the same way. The direct OpenAI path does not stream: its
-        whole text is one piece. Cancelling the call closes the provider's stream at once."""
+        stream's last chunk), priced the same way; on the direct OpenAI path too. Cancelling the
+        call closes the provider's stream at once."""
         litellm = self.litellm
         start = time.monotonic()
-        if self.direct and openai_direct.endpoint(litellm, model, kwargs) is not None:
-            completion = await self.complete(
-                model, messages, tools=tools, cache_at=cache_at, **kwargs
-            )
-            if completion.message.get("content"):
-                on_text(completion.message["content"])
-            return completion
+        where = openai_direct.endpoint(litellm, model, kwargs) if self.direct else None
+        if where is not None:
+            name = model.split("/", 1)[1]
+            try:
+                reply = await asyncio.wait_for(
+                    self._direct.stream(where, name, messages, tools, on_text), self.timeout
+                )
+            except asyncio.TimeoutError:
+                raise self._late(model) from None
+            except openai_direct.DirectError as e:
+                raise ModelError(f"model call to {model!r} failed: {e}", model=model) from None
+            return _from_json(litellm, model, reply, time.monotonic() - start, self._rates)
         if cache_at and self.needs_breakpoints(model):
             messages = with_breakpoints(messages, cache_at)
 
