@@ -409,8 +409,8 @@ async def _wait(progress: Progress, stop: Stop, news: News | None) -> None:
         await stop.wait(POLL)
         return
     deadline = time.monotonic() + BUS_POLL
-    while not stop.requested.is_set() and time.monotonic() < deadline and news.alive:
-        if await news.wait(POLL):
+    while time.monotonic() < deadline and news.alive:
+        if await news.wait(POLL, stop):
             return
         progress.tick()
 
@@ -457,11 +457,20 @@ class News:
     def place(self, records: list[tuple[dict[str, Any], int]]) -> None:
         self.places.update((record["id"], (record, depth)) for record, depth in records)
 
-    async def wait(self, timeout: float) -> bool:
-        """Whether something was notified within `timeout` seconds (and forget it)."""
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.changed.wait(), timeout)
-        notified = self.changed.is_set()
+    async def wait(self, timeout: float, stop: Stop) -> bool:
+        """Whether something was notified (or a stop requested) within `timeout` seconds;
+        the notification is forgotten."""
+        if not (self.changed.is_set() or stop.requested.is_set()):
+            waits = {
+                asyncio.ensure_future(self.changed.wait()),
+                asyncio.ensure_future(stop.requested.wait()),
+            }
+            _, pending = await asyncio.wait(
+                waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in pending:
+                task.cancel()
+        notified = self.changed.is_set() or stop.requested.is_set()
         self.changed.clear()
         return notified
 
