@@ -1,9 +1,12 @@
-"""Following a session tree over REST while it runs: its trajectory as lines, and on a terminal a
-status line that shows what it waits for (the model, its code) with the seconds elapsed.
+"""Following a session tree while it runs: its trajectory as lines, and on a terminal a status
+line that shows what it waits for (the model, its code) with the seconds elapsed, and the model's
+reply as it streams.
 
 The same code follows a session in a server this process started (`prime-agent run` headless)
-and in one that was already running (`jupyter lab` on the same root): it polls the daemon's
-REST API, which is the only way to see a store the daemon holds.
+and in one that was already running (`jupyter lab` on the same root). The trajectory is read
+from the daemon's REST API, which is the only way to see a store the daemon holds; jupyter_server's
+event bus (`bus.py`) says when to read it (each stored event is notified) and carries the
+pieces of streamed replies. Without the bus the REST API is polled.
 """
 
 from __future__ import annotations
@@ -16,13 +19,21 @@ import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from ..protocol.records import MODEL_DELTA_SCHEMA_ID, SESSION_EVENT_SCHEMA_ID
 from ..protocol.states import TERMINAL, SessionState
 from ..util.format import fmt_cost, fmt_tokens
+from .bus import BusError, EventBus
 from .remote import Server
 from .render import render
 
-# Seconds between polls of the daemon (a person does not notice; the daemon barely does).
+# Seconds between polls of the daemon without the event bus (a person does not notice; the
+# daemon barely does), and between redraws of the status line.
 POLL = 0.2
+# With the bus, a look at the daemon when it notifies something, and at least this often (a
+# notification lost when the bus reconnects, say).
+BUS_POLL = 2.0
+# Notifications kept from before the followed tree is known (a few seconds' worth at most).
+EARLY = 2000
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _ENDED = {s.value for s in TERMINAL}
 
@@ -124,6 +135,14 @@ class Progress:
         # An answer is recorded while the cell calling answer() runs, before that cell's
         # event: it is shown after the cell.
         self.held: dict[str, list[str]] = {}
+        # On a terminal, the reply one session's model is streaming, shown as it comes (one at
+        # a time: a reply streamed by another session meanwhile is shown when stored):
+        # (session id, call), its indent, and whether its line was broken by another line.
+        self.live: tuple[str, int] | None = None
+        self.live_indent = ""
+        self.live_broken = False
+        # Session id -> the text streamed of its latest reply, not to be printed again.
+        self.streamed: dict[str, str] = {}
 
     def count(self, record: dict[str, Any], depth: int, event: dict[str, Any]) -> None:
         """Take an event into account (turns, spending, what the session does now)."""
@@ -140,6 +159,8 @@ class Progress:
         self.count(record, depth, event)
         sid, kind, data = record["id"], event["kind"], event["data"]
         if self.stream is None or _routine(depth, kind, data):
+            return
+        if kind == "assistant" and self._was_streamed(sid, str(data.get("content") or "")):
             return
         lines = render(event)
         if kind == "model_call" and not data.get("purpose"):
@@ -176,6 +197,59 @@ class Progress:
             tag = f"[{sid}] " if depth else ""
             self.phase[sid] = (tag + doing, time.monotonic())
 
+    def delta(self, record: dict[str, Any], depth: int, note: dict[str, Any]) -> None:
+        """A piece of a streamed reply (protocol ModelDelta): written as it comes, on a
+        terminal only."""
+        if self.status is None or self.stream is None:
+            return
+        sid = record["id"]
+        key = (sid, int(note["call"]))
+        text = str(note.get("text") or "")
+        # The status line goes when a reply's line begins (pieces go on the same line).
+        begins = self.live is None or self.live_broken
+        if self.live is None:
+            if not text:
+                return
+            self.live = key
+            self.live_indent = "  " * depth
+            self.live_broken = False
+            self.streamed[sid] = text
+            tag = f"[{sid}] " if depth else ""
+            shown = f"{self.live_indent}{tag}says: {text.lstrip()}"
+        elif self.live != key:
+            return
+        else:
+            self.streamed[sid] += text
+            shown = text
+            if self.live_broken and text:
+                shown = f"{self.live_indent}  … {text}"
+                self.live_broken = False
+        try:
+            if begins:
+                self.status.clear()
+            self.stream.write(shown.replace("\n", "\n" + self.live_indent + "  "))
+            if note.get("done"):
+                self._end_live()
+            self.stream.flush()
+        except BrokenPipeError:
+            self.stream = self.status = None
+            self.stop.request("output closed")
+            return
+        self.tick()
+
+    def _was_streamed(self, sid: str, content: str) -> bool:
+        """Whether a stored reply is the one shown as it streamed (then not shown again)."""
+        if self.live is not None and self.live[0] == sid:
+            self._end_live()
+        streamed = self.streamed.pop(sid, None)
+        return streamed is not None and streamed.strip() == content.strip()
+
+    def _end_live(self) -> None:
+        assert self.stream is not None
+        if not self.live_broken:
+            self.stream.write("\n")
+        self.live = None
+
     def note(self, text: str) -> None:
         if self.stream is not None:
             self.write([text])
@@ -186,6 +260,10 @@ class Progress:
         try:
             if self.status is not None:
                 self.status.clear()
+            if self.live is not None and not self.live_broken:
+                # Lines come between a streaming reply's pieces: it goes on below them.
+                self.stream.write("\n")
+                self.live_broken = True
             self.stream.write("".join(line + "\n" for line in lines))
             self.stream.flush()
             self.tick()
@@ -194,8 +272,9 @@ class Progress:
             self.stop.request("output closed")
 
     def tick(self) -> None:
-        """Redraw the status line: the latest phase of a session still going."""
-        if self.status is None:
+        """Redraw the status line: the latest phase of a session still going (not while a
+        reply streams on the line it would take)."""
+        if self.status is None or (self.live is not None and not self.live_broken):
             return
         if self.phase:
             self.status.draw(*max(self.phase.values(), key=lambda p: p[1]))
@@ -203,6 +282,9 @@ class Progress:
             self.status.clear()
 
     def close(self) -> None:
+        if self.live is not None and self.stream is not None:
+            with contextlib.suppress(BrokenPipeError):
+                self._end_live()
         for lines in self.held.values():
             self.write(lines)
         self.held.clear()
@@ -267,9 +349,11 @@ async def follow(
     stop: Stop,
     *,
     after: dict[str, int] | None = None,
+    news: News | None = None,
 ) -> Outcome:
     """Show the trajectory of the session and its descendants until it ends, or (a persistent
     session) waits IDLE for messages; from the event after `after[session id]`, if given.
+    `news`: the event bus's notifications, to look when something happened instead of polling.
 
     On a stop request it cancels the session (and its subtree) and follows it to CANCELLED.
     Sub-agents still going when it ends are cancelled: nothing would read their answers.
@@ -282,12 +366,16 @@ async def follow(
     done: set[str] = set()  # ended, and every event of theirs shown
     cancelled = False
     answer_kind: str | None = None
+    if news is not None:
+        news.watch(root_id, session_id, progress)
     while True:
         if stop.requested.is_set() and not cancelled:
             cancelled = True
             progress.note("cancelling the session…")
             await call(server.cancel, session_id)
         records = _subtree(await call(server.tree, root_id), session_id)
+        if news is not None:
+            news.place(records)
         for record, depth in records:
             sid = record["id"]
             if sid in done:
@@ -310,8 +398,100 @@ async def follow(
             for record in going:
                 if last.get(record["parent_id"] or "", {}).get("state") in _ENDED:
                     await call(server.cancel, record["id"])
-        progress.tick()
+        await _wait(progress, stop, news)
+
+
+async def _wait(progress: Progress, stop: Stop, news: News | None) -> None:
+    """Until it is time to look again: the bus notified something of the tree (or was quiet
+    for BUS_POLL), or POLL passed (without the bus); the status line redrawn every POLL."""
+    progress.tick()
+    if news is None or not news.alive:
         await stop.wait(POLL)
+        return
+    deadline = time.monotonic() + BUS_POLL
+    while time.monotonic() < deadline and news.alive:
+        if await news.wait(POLL, stop):
+            return
+        progress.tick()
+
+
+class News:
+    """The event bus as `follow` uses it: a wake-up when a session of the followed tree stored
+    an event, and the pieces of its streamed replies handed to `Progress.delta`."""
+
+    def __init__(self) -> None:
+        self.bus: EventBus | None = None
+        self.changed = asyncio.Event()
+        self.root_id: str | None = None
+        self.progress: Progress | None = None
+        # Session id -> its record and depth below the followed session, as last looked at.
+        self.places: dict[str, tuple[dict[str, Any], int]] = {}
+        # What came before the followed tree was known.
+        self.early: list[dict[str, Any]] = []
+
+    @classmethod
+    async def subscribe(cls, server: Server) -> News | None:
+        """A subscription to the server's bus; None if it has none (then `follow` polls)."""
+        news = cls()
+        bus = EventBus(server.info, news._on_message, asyncio.get_running_loop())
+        try:
+            news.bus = await asyncio.to_thread(bus.start)
+        except BusError:
+            return None
+        return news
+
+    @property
+    def alive(self) -> bool:
+        return self.bus is not None and self.bus.alive
+
+    def watch(self, root_id: str, session_id: str, progress: Progress) -> None:
+        """Follow `session_id` (in the tree of `root_id`): its pieces from now on, and those
+        that came before (a reply may begin before the first look at the tree)."""
+        self.root_id = root_id
+        self.progress = progress
+        self.places.setdefault(session_id, ({"id": session_id}, 0))
+        early, self.early = self.early, []
+        for data in early:
+            self._on_message(data)
+
+    def place(self, records: list[tuple[dict[str, Any], int]]) -> None:
+        self.places.update((record["id"], (record, depth)) for record, depth in records)
+
+    async def wait(self, timeout: float, stop: Stop) -> bool:
+        """Whether something was notified (or a stop requested) within `timeout` seconds;
+        the notification is forgotten."""
+        if not (self.changed.is_set() or stop.requested.is_set()):
+            waits = {
+                asyncio.ensure_future(self.changed.wait()),
+                asyncio.ensure_future(stop.requested.wait()),
+            }
+            _, pending = await asyncio.wait(
+                waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in pending:
+                task.cancel()
+        notified = self.changed.is_set() or stop.requested.is_set()
+        self.changed.clear()
+        return notified
+
+    def close(self) -> None:
+        if self.bus is not None:
+            self.bus.close()
+
+    def _on_message(self, data: dict[str, Any]) -> None:
+        if self.root_id is None:
+            if len(self.early) < EARLY:
+                self.early.append(data)
+            return
+        if data.get("root_id") != self.root_id:
+            return
+        schema = data.get("schema_id")
+        if schema == SESSION_EVENT_SCHEMA_ID:
+            self.changed.set()
+        elif schema == MODEL_DELTA_SCHEMA_ID and self.progress is not None:
+            place = self.places.get(str(data.get("session_id")))
+            if place is not None:
+                self.progress.delta(place[0], place[1], data)
 
 
 def _subtree(records: list[dict[str, Any]], top_id: str) -> list[tuple[dict[str, Any], int]]:

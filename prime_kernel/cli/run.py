@@ -30,7 +30,7 @@ from ..models.local import MODEL as DEFAULT_MODEL  # the daemon's default (a che
 from ..protocol.states import SessionState
 from . import inputs
 from .common import CLIError, fmt_usage, read_store, resolved_root
-from .follow import Outcome, Progress, Stop, Ticker, follow, past
+from .follow import News, Outcome, Progress, Stop, Ticker, follow, past
 from .headless import (
     Terminal,
     busy_roots,
@@ -427,6 +427,25 @@ async def _submit_and_follow(
 ) -> Outcome | None:
     """Create (or resume) the session and follow it; `ticker` keeps the status line going
     until then."""
+    # Subscribed before the session exists, so its first reply is seen from its first piece.
+    news = await News.subscribe(server)
+    try:
+        return await _create_and_follow(server, job, args, terminal, stop, ticker, root, news)
+    finally:
+        if news is not None:
+            news.close()
+
+
+async def _create_and_follow(
+    server: Server,
+    job: Job,
+    args: argparse.Namespace,
+    terminal: Terminal,
+    stop: Stop,
+    ticker: Ticker,
+    root: Path,
+    news: News | None,
+) -> Outcome | None:
     progress = Progress(_progress_stream(args, terminal), stop)
     after = None
     try:
@@ -442,7 +461,7 @@ async def _submit_and_follow(
     sid = record["id"]
     progress.note(f"session {sid} · {record['model']}")
     try:
-        return await follow(server, sid, progress, stop, after=after)
+        return await follow(server, sid, progress, stop, after=after, news=news)
     except Unreachable:
         progress.close()
         # A server that ran this session for another command stops once it ends, maybe

@@ -61,7 +61,7 @@ from .autonomy import Autonomy
 from .collector import Collector
 from .compaction import compact_if_needed
 from .disk import DiskSpace
-from .events import EventLog, Listener
+from .events import DeltaListener, EventLog, Listener
 from .gateway import GatewayLauncher
 from .goals import Goals
 from .kernels import CellResult, KernelPool, KernelRunner
@@ -83,6 +83,7 @@ from .scheduler import Scheduler
 from .schedules import Schedules
 from .session import Conversation, LiveSession
 from .store import SqliteStore, Store
+from .streaming import ReplyStream
 from .tokens import TokenRegistry
 
 DEFAULT_MODEL = local.MODEL
@@ -505,6 +506,10 @@ class Daemon(LoggingConfigurable):
 
     def remove_listener(self, listener: Listener) -> None:
         self.event_log.remove_listener(listener)
+
+    def add_delta_listener(self, listener: DeltaListener) -> None:
+        """Told of each piece of a streamed model reply (never stored: see streaming.py)."""
+        self.event_log.add_delta_listener(listener)
 
     def scrub(self, value: Any) -> Any:
         """`value` without any secret the daemon knows (tokens, keys, the server's token)."""
@@ -1100,13 +1105,38 @@ class Daemon(LoggingConfigurable):
         sent = self.goals.decorate(live.record, messages, stable)
         # Checked as sent, so that anything rewriting the stable part is caught here.
         cache_break = live.prefix.check(sent[:stable])
-        completion = await self.router.complete(
-            live.record.model or "",
-            sent,
-            tools=[PYTHON_TOOL] if tools else None,
-            cache_at=stable,
-            **{**self.model_kwargs, **kwargs},
-        )
+        # The reply is told to the event bus as it streams (streaming.py); `done` goes however
+        # the call ends. A cancel of the session's task closes the provider's stream.
+        model = live.record.model or ""
+        call = int(live.record.usage.get("model_calls", 0)) + 1
+        redactor = self.scrubber.redactor(self.tokens.live_tokens())
+        start = time.monotonic()
+        with ReplyStream(self.event_log, live.record, call, redactor) as reply:
+            live.reply_task = asyncio.ensure_future(
+                self.router.stream(
+                    model,
+                    sent,
+                    reply.push,
+                    tools=[PYTHON_TOOL] if tools else None,
+                    cache_at=stable,
+                    **{**self.model_kwargs, **kwargs},
+                )
+            )
+            try:
+                completion = await live.reply_task
+            except asyncio.CancelledError:
+                # Stopped halfway (the session cancelled, or its reply interrupted): what it
+                # said so far was generated, and is billed.
+                interrupted = live.reply_interrupted and not live.cancelling
+                if reply.text or interrupted:
+                    partial = self.router.partial(model, sent, reply.text, time.monotonic() - start)
+                    self._account(live, partial, cache_break=cache_break)
+                if not interrupted:
+                    raise
+                return partial
+            finally:
+                live.reply_task = None
+                live.reply_interrupted = False
         self._account(live, completion, cache_break=cache_break)
         self.refiner.turn_taken()
         return completion
@@ -1371,8 +1401,14 @@ class Daemon(LoggingConfigurable):
         return self.session_json(session_id)
 
     async def interrupt(self, session_id: str) -> None:
+        """Interrupt what the session does: its model's reply as it streams (the agent keeps
+        what was said and is told), else its running cell."""
         self.registry.get(session_id)
         live = self.live.get(session_id)
+        if live is not None and live.reply_task is not None and not live.reply_task.done():
+            live.reply_interrupted = True
+            live.reply_task.cancel()
+            return
         if live is None or live.runner is None:
             raise PrimeError(f"session {session_id} has no running kernel to interrupt")
         await live.runner.interrupt()

@@ -4,6 +4,9 @@
 its data of every secret the daemon knows: live session tokens, the server's token, provider
 keys), then listeners (the server's event bus, the CLI's progress view, the daemon's own
 reactions) get a `SessionEvent`, which carries no data of its own.
+
+`EventLog.delta` is the path that stores nothing: a piece of a model reply as it streams (the
+protocol's ModelDelta), for delta listeners only (the server's event bus).
 """
 
 from __future__ import annotations
@@ -45,12 +48,15 @@ class SessionEvent:
 
 
 Listener = Callable[[SessionEvent], None]
+# Told of each ModelDelta (protocol/records.py MODEL_DELTA), a dict ready for the event bus.
+DeltaListener = Callable[[dict[str, Any]], None]
 
 
 class EventLog:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._listeners: list[Listener] = []
+        self._delta_listeners: list[DeltaListener] = []
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -58,6 +64,29 @@ class EventLog:
     def remove_listener(self, listener: Listener) -> None:
         with contextlib.suppress(ValueError):
             self._listeners.remove(listener)
+
+    def add_delta_listener(self, listener: DeltaListener) -> None:
+        self._delta_listeners.append(listener)
+
+    def remove_delta_listener(self, listener: DeltaListener) -> None:
+        with contextlib.suppress(ValueError):
+            self._delta_listeners.remove(listener)
+
+    def delta(self, record: SessionRecord, call: int, seq: int, text: str, done: bool) -> None:
+        """Tell the delta listeners of a piece of a streamed reply; nothing is stored."""
+        note = {
+            "session_id": record.id,
+            "root_id": record.root_id,
+            "call": call,
+            "seq": seq,
+            "text": text,
+            "done": done,
+        }
+        for listener in list(self._delta_listeners):
+            try:
+                listener(note)
+            except Exception:
+                log.exception("a delta listener failed")
 
     def emit(self, record: SessionRecord, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
         event = self.store.append_event(record.id, kind.value, data)

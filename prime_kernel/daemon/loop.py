@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..harness.examples import Example
 from ..models.profiles import profile_for
-from ..models.router import Completion
+from ..models.router import INTERRUPTED, Completion
 from ..protocol.errors import ModelError
 from ..protocol.events import EventKind
 from ..util.format import NO_OUTPUT
@@ -32,6 +32,13 @@ from .session import LiveSession
 
 T = TypeVar("T")
 Message = dict[str, Any]
+
+
+# What the model is told at its next turn when a person interrupted its reply.
+INTERRUPTED_NOTE = (
+    "[A person interrupted your reply. Your unfinished code did not run; read their messages, "
+    "if any, and go on.]"
+)
 
 
 class TurnLimitReached(Exception):
@@ -89,6 +96,8 @@ class AgentLoop:
         # theirs after a compaction drops them), and what went wrong last (profile.retry_fresh).
         self.failed: list[Message] = []
         self.failure = ""
+        # A person interrupted the last reply as it streamed (Daemon.interrupt).
+        self.interrupted = False
 
     def start_messages(self, about: str = "") -> None:
         """The conversation's start; `about`: what the profile's `look` said about `context`."""
@@ -151,14 +160,21 @@ class AgentLoop:
         for _ in range(limit):
             await host.before_turn(self.live)
             self.check_deadline()
+            reply = await self.model_turn()
+            if self.interrupted and not str(reply.get("content") or "").strip():
+                self.live.notes.append(INTERRUPTED_NOTE)  # interrupted before it said a thing
+                continue
             # The message as kept: a retry from a clean slate leaves it out by its identity.
-            (message,) = self.live.conversation.append(await self.model_turn())
+            (message,) = self.live.conversation.append(reply)
             host.emit(
                 self.live,
                 EventKind.ASSISTANT,
                 {"content": message.get("content") or "", "tool_calls": message.get("tool_calls")},
             )
             self.live.turns += 1
+            if self.interrupted:  # its code, if any, is unfinished: it is not run
+                self.live.notes.append(INTERRUPTED_NOTE)
+                continue
             if not await self.run_code(message):
                 text = message.get("content") or ""
                 if not text.strip():  # nothing to run and nothing to answer with
@@ -195,6 +211,7 @@ class AgentLoop:
             self.live, sent, self.tools, **self.profile.request_kwargs(retry=self.retry)
         )
         completion = await self.within_deadline(call, "a model call was still running")
+        self.interrupted = completion.finish_reason == INTERRUPTED
         message = dict(completion.message)
         if prefill and not completion.whole:
             message["content"] = policy.complete_reply(prefill, message.get("content") or "")

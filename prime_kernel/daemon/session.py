@@ -81,6 +81,10 @@ class LiveSession:
     answered: bool = False
     turns: int = 0
     cancelling: bool = False
+    # The model call streaming now (its own task, so an interrupt can stop it alone), and
+    # whether a person interrupted it.
+    reply_task: asyncio.Task[Any] | None = None
+    reply_interrupted: bool = False
     compact_requested: bool = False
     # The stored conversation the last model call began with (prompt_cache.py).
     prefix: PrefixCheck = field(default_factory=PrefixCheck)

@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,6 +149,109 @@ class DirectOpenAI:
                 raise DirectError(f"HTTP {status}: {_error_text(raw)}")
             await asyncio.sleep(_backoff(attempt, retry_after))
         raise AssertionError("unreachable")
+
+    async def stream(
+        self,
+        where: Endpoint,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        on_text: Callable[[str], None],
+    ) -> dict[str, Any]:
+        """One chat completion streamed (server-sent events, the usage in the last one):
+        `on_text(piece)` as the reply's text grows, then the reply as `complete` returns it,
+        rebuilt from the pieces. Retried like `complete`, until the reply's first byte."""
+        import aiohttp
+
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = tools
+        data = json.dumps(body).encode()
+        timeout = aiohttp.ClientTimeout(total=where.timeout)
+        for attempt in range(MAX_RETRIES + 1):
+            last = attempt == MAX_RETRIES
+            reply = _Reply()
+            try:
+                async with self._client().post(
+                    where.url, data=data, headers=dict(where.headers), timeout=timeout
+                ) as response:
+                    status = response.status
+                    if status < 400:
+                        async for line in response.content:
+                            if reply.take(line, on_text):
+                                break
+                        return reply.whole()
+                    raw = await response.read()
+                    retry_after = response.headers.get("retry-after")
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+                if last or reply.started:  # a reply half read is not asked for again
+                    raise DirectError(f"{type(e).__name__}: {e or 'timed out'}") from None
+                await asyncio.sleep(_backoff(attempt, None))
+                continue
+            if status not in _RETRY_STATUS or last:
+                raise DirectError(f"HTTP {status}: {_error_text(raw)}")
+            await asyncio.sleep(_backoff(attempt, retry_after))
+        raise AssertionError("unreachable")
+
+
+class _Reply:
+    """A chat completion read from its stream's events (the first choice)."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] = {}
+
+    def take(self, line: bytes, on_text: Callable[[str], None]) -> bool:
+        """Take one line of the stream; True at its end."""
+        self.started = True
+        line = line.strip()
+        if not line.startswith(b"data:"):
+            return False  # a blank line between events, a comment, an event name
+        payload = line[5:].strip()
+        if payload == b"[DONE]":
+            return True
+        try:
+            chunk = json.loads(payload)
+        except ValueError:
+            raise DirectError(f"a streamed piece was not JSON: {payload[:200]!r}") from None
+        if chunk.get("error"):
+            raise DirectError(f"the stream failed: {_error_text(payload)}")
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                self.text.append(delta["content"])
+                on_text(delta["content"])
+            for piece in delta.get("tool_calls") or []:
+                call = self.calls.setdefault(
+                    int(piece.get("index") or 0),
+                    {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+                )
+                call["id"] = call["id"] or piece.get("id")
+                fn = piece.get("function") or {}
+                call["function"]["name"] = call["function"]["name"] or fn.get("name") or ""
+                call["function"]["arguments"] += fn.get("arguments") or ""
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        return False
+
+    def whole(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
+        if self.calls:
+            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+        choice = {"index": 0, "message": message, "finish_reason": self.finish_reason}
+        return {"choices": [choice], "usage": self.usage}
 
 
 def _backoff(attempt: int, retry_after: str | None) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import os
 import threading
@@ -29,6 +30,8 @@ def litellm_module() -> Any:
 
 
 CUSTOM_PROVIDERS = ("scripted", "local")
+# The finish reason of a reply a person interrupted while it streamed (`ModelRouter.partial`).
+INTERRUPTED = "interrupted"
 # Providers serving Claude, whose prompt cache holds only what `cache_control` breakpoints mark;
 # the others (OpenAI, Gemini, DeepSeek) cache a prompt's beginning by themselves, and litellm
 # would pass them the breakpoints unchanged.
@@ -48,6 +51,10 @@ def import_litellm() -> Any:
 
             litellm.suppress_debug_info = True
             litellm.telemetry = False
+            # litellm ends each stream in a thread through anyio, whose asyncio backend is
+            # imported on first use: a second or more of the first streamed reply, unless here.
+            with contextlib.suppress(ImportError):
+                importlib.import_module("anyio._backends._asyncio")
             from . import scripted
 
             providers = [p for p in litellm.custom_provider_map if p["provider"] != "scripted"]
@@ -244,29 +251,52 @@ class ModelRouter:
         model: str,
         messages: list[dict[str, Any]],
         on_text: Callable[[str], None],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        cache_at: int | None = None,
         **kwargs: Any,
     ) -> Completion:
-        """A completion (text only, no tools) streamed: `on_text(piece)` as the reply grows,
-        then the same Completion `complete` returns, priced the same way."""
+        """One model call streamed: `on_text(piece)` as the reply's text grows, then the same
+        Completion `complete` returns (tool calls rebuilt from their pieces, the usage of the
+        stream's last chunk), priced the same way; on the direct OpenAI path too. Cancelling the
+        call closes the provider's stream at once."""
         litellm = self.litellm
         start = time.monotonic()
+        where = openai_direct.endpoint(litellm, model, kwargs) if self.direct else None
+        if where is not None:
+            name = model.split("/", 1)[1]
+            try:
+                reply = await asyncio.wait_for(
+                    self._direct.stream(where, name, messages, tools, on_text), self.timeout
+                )
+            except asyncio.TimeoutError:
+                raise self._late(model) from None
+            except openai_direct.DirectError as e:
+                raise ModelError(f"model call to {model!r} failed: {e}", model=model) from None
+            return _from_json(litellm, model, reply, time.monotonic() - start, self._rates)
+        if cache_at and self.needs_breakpoints(model):
+            messages = with_breakpoints(messages, cache_at)
 
         async def read() -> Any:
             response = await litellm.acompletion(
                 model=model,
                 messages=messages,
+                tools=tools or None,
                 stream=True,
                 stream_options={"include_usage": True},
                 **kwargs,
             )
             chunks = []
-            async for chunk in response:
-                chunks.append(chunk)
-                piece = chunk.choices[0].delta.content if chunk.choices else None
-                if piece:
-                    on_text(piece)
+            # Closed however the read ends (a cancel too): the provider stops generating.
+            async with contextlib.aclosing(response):
+                async for chunk in response:
+                    chunks.append(chunk)
+                    piece = chunk.choices[0].delta.content if chunk.choices else None
+                    if piece:
+                        on_text(piece)
             return litellm.stream_chunk_builder(chunks, messages=messages)
 
+        # The timeout covers the whole read, not only the wait for the first chunk.
         try:
             response = await asyncio.wait_for(read(), self.timeout)
         except asyncio.TimeoutError:
@@ -276,6 +306,28 @@ class ModelRouter:
         if response is None:
             raise ModelError(f"model call to {model!r} returned nothing", model=model)
         return _completion(litellm, model, response, time.monotonic() - start)
+
+    def partial(
+        self, model: str, messages: list[dict[str, Any]], text: str, duration: float
+    ) -> Completion:
+        """What a stream stopped halfway (a cancel, an interrupt) produced: its text so far,
+        and its usage and cost estimated (a provider bills what it generated, but sends no usage
+        for a stream closed early), finish reason INTERRUPTED."""
+        prompt = self.count_tokens(model, messages)
+        completion = self.count_tokens(model, [{"role": "assistant", "content": text}])
+        usage = _usage_dict(prompt, completion, 0, 0)
+        try:
+            cost = float(
+                sum(
+                    self.litellm.cost_per_token(
+                        model=model, prompt_tokens=prompt, completion_tokens=completion
+                    )
+                )
+            )
+        except Exception:  # a model litellm cannot price
+            cost = 0.0
+        message = {"role": "assistant", "content": text}
+        return Completion(message, INTERRUPTED, usage, cost, duration, uncached_cost=cost)
 
     def _late(self, model: str) -> ModelError:
         return ModelError(

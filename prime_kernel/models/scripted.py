@@ -12,13 +12,19 @@ returning one) with any of:
 - ``fenced``: code sent as a fenced ```python block inside the text (for the no-tools path);
 - ``usage``: ``{"prompt_tokens", "completion_tokens", "cached_tokens"}`` to report instead of
   the estimate (about four characters per token);
-- ``sleep``: seconds to wait before answering (to exercise cancellation and timeouts).
+- ``sleep``: seconds to wait before answering (to exercise cancellation and timeouts);
+- ``pieces``: for a streamed call, the text's pieces in order (they must join to the text), or
+  how many even pieces to cut it into (default 4);
+- ``piece_delay``: seconds to wait before each piece after the first (default 0), so a test or
+  a bench knows when each piece is sent (`on_piece` is told as it is).
 
 A script registered with ``cache="openai"`` or ``cache="anthropic"`` reports cached prompt tokens
 as that kind of provider would (`PromptCache`), and `price_like` prices it as a real model of
 litellm's cost map (cache reads and writes included).
 
-Streamed calls (`stream=True`) get the text of the turn in a few pieces, then the usage.
+Streamed calls (`stream=True`) get the text of the turn in pieces, then each tool call (its id
+and name first, its arguments in two pieces), then the finish reason with the whole usage, as
+litellm's `GenericStreamingChunk`s.
 
 Scripts come from `register_script()` in-process, or from a JSON file named by the
 `PRIME_SCRIPTS` environment variable (``{"name": {"turns": [...], "tools": true}}``) so a
@@ -273,29 +279,69 @@ def make_handler() -> Any:
         async def astreaming(  # type: ignore[override]  # litellm spells out its arguments
             self, model: str, messages: list, *args: Any, **kwargs: Any
         ) -> AsyncIterator[dict[str, Any]]:
-            # Text only (`stream=True` calls ask for no tools), in a few pieces.
             name = model.split("/", 1)[-1]
             turn = play(name, messages)
             if turn.get("sleep"):
                 await asyncio.sleep(float(turn["sleep"]))
-            response = _build_response(f"{PROVIDER}/{name}", turn, messages, _tools(kwargs))
-            text = response.choices[0].message.content or ""
-            step = max(1, len(text) // 4)
-            for i in range(0, len(text), step):
-                yield _chunk(text[i : i + step])
+            model = f"{PROVIDER}/{name}"
+            response = _build_response(model, turn, messages, _tools(kwargs))
+            message = response.choices[0].message
+            delay = float(turn.get("piece_delay") or 0)
+            for i, piece in enumerate(_pieces(message.content or "", turn.get("pieces", 4))):
+                if i and delay:
+                    await asyncio.sleep(delay)
+                if on_piece is not None:
+                    on_piece(model, piece, time.monotonic())
+                yield _chunk(piece)
+            for index, call in enumerate(message.tool_calls or []):
+                arguments = call.function.arguments or ""
+                half = len(arguments) // 2
+                yield _chunk("", tool_use=_tool_use(index, call.id, call.function.name, ""))
+                for part in (arguments[:half], arguments[half:]):
+                    yield _chunk("", tool_use=_tool_use(index, None, None, part))
             # The whole usage (cached and cache-write tokens too): litellm keeps extra keys.
-            yield _chunk("", finished=True, usage=response.usage.model_dump(exclude_none=True))
+            yield _chunk(
+                "",
+                finished=response.choices[0].finish_reason,
+                usage=response.usage.model_dump(exclude_none=True),
+            )
 
     return ScriptedLLM()
 
 
-def _chunk(text: str, *, finished: bool = False, usage: Any = None) -> dict[str, Any]:
-    """A litellm GenericStreamingChunk."""
+# Told of each piece of text a streamed call sends, as it sends it: (model, piece, monotonic
+# time). A bench measures the latency from there to the event bus and the CLI.
+on_piece: Callable[[str, str, float], None] | None = None
+
+
+def _pieces(text: str, pieces: int | list[str]) -> list[str]:
+    if isinstance(pieces, list):
+        if "".join(pieces) != text:
+            raise ValueError(f"the turn's pieces {pieces!r} do not join to its text {text!r}")
+        return [p for p in pieces if p]
+    step = max(1, -(-len(text) // max(1, int(pieces))))
+    return [text[i : i + step] for i in range(0, len(text), step)]
+
+
+def _tool_use(index: int, call_id: str | None, name: str | None, arguments: str) -> dict[str, Any]:
+    """A ChatCompletionToolCallChunk: a continuation has no id and no name."""
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+        "index": index,
+    }
+
+
+def _chunk(
+    text: str, *, finished: str = "", usage: Any = None, tool_use: Any = None
+) -> dict[str, Any]:
+    """A litellm GenericStreamingChunk (`finished`: the finish reason of the last one)."""
     return {
         "text": text,
-        "tool_use": None,
-        "is_finished": finished,
-        "finish_reason": "stop" if finished else "",
+        "tool_use": tool_use,
+        "is_finished": bool(finished),
+        "finish_reason": finished,
         "usage": usage,
         "index": 0,
     }

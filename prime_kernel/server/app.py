@@ -15,7 +15,12 @@ from ..daemon.events import SessionEvent
 from ..daemon.sandbox import NONE, Sandbox, activate, root_warning
 from ..models.router import import_litellm
 from ..protocol.errors import PrimeError, Unavailable
-from ..protocol.records import NOTIFICATION, SESSION_EVENT_SCHEMA_ID
+from ..protocol.records import (
+    MODEL_DELTA,
+    MODEL_DELTA_SCHEMA_ID,
+    NOTIFICATION,
+    SESSION_EVENT_SCHEMA_ID,
+)
 from ..protocol.wire import API
 from ..util.redact import config_secrets
 from . import (
@@ -39,6 +44,13 @@ EVENT_SCHEMA: dict[str, Any] = {
     "$id": SESSION_EVENT_SCHEMA_ID,
     "version": "1",
     "personal-data": False,
+}
+# A streamed model reply's pieces: what a model says may be about a person.
+DELTA_SCHEMA: dict[str, Any] = {
+    **MODEL_DELTA,
+    "$id": MODEL_DELTA_SCHEMA_ID,
+    "version": "1",
+    "personal-data": True,
 }
 
 
@@ -101,7 +113,9 @@ class PrimeApp(ExtensionApp):
         # ServerApp creates its event logger before it loads extensions.
         assert serverapp.event_logger is not None
         serverapp.event_logger.register_event_schema(EVENT_SCHEMA)
+        serverapp.event_logger.register_event_schema(DELTA_SCHEMA)
         self.daemon.add_listener(self._emit)
+        self.daemon.add_delta_listener(self._emit_delta)
         grants = self.settings["prime_grants"] = status.Grants(self.daemon)
         serverapp.event_logger.add_listener(
             schema_id=status.KERNEL_ACTIONS, listener=grants.on_kernel_action
@@ -185,6 +199,10 @@ class PrimeApp(ExtensionApp):
     def _emit(self, note: SessionEvent) -> None:
         assert self.serverapp is not None and self.serverapp.event_logger is not None
         self.serverapp.event_logger.emit(schema_id=SESSION_EVENT_SCHEMA_ID, data=note.to_json())
+
+    def _emit_delta(self, delta: dict[str, Any]) -> None:
+        assert self.serverapp is not None and self.serverapp.event_logger is not None
+        self.serverapp.event_logger.emit(schema_id=MODEL_DELTA_SCHEMA_ID, data=delta)
 
     async def _kernel_path(self, kernel_id: str) -> str | None:
         assert self.serverapp is not None

@@ -143,6 +143,17 @@ class Redactor:
             self._pattern = re.compile("|".join(map(re.escape, self._values)))
         return self._pattern.sub(REDACTED, value)
 
+    def unfinished(self, text: str) -> int:
+        """The length of the longest end of `text` that a secret begins with (0: none): text
+        sent in pieces holds that back until the next piece shows whether the secret follows."""
+        longest = 0
+        for secret in self._values:
+            for n in range(min(len(secret) - 1, len(text)), longest, -1):
+                if text.endswith(secret[:n]):
+                    longest = n
+                    break
+        return longest
+
     def found_in(self, data: bytes) -> bool:
         """Whether any secret appears in `data` (as UTF-8)."""
         return any(s.encode("utf-8", "surrogatepass") in data for s in self._values)

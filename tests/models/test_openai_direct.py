@@ -81,6 +81,9 @@ class Handler(BaseHTTPRequestHandler):
         )
         replies = self.server.replies
         status, payload, headers = replies.pop(0) if len(replies) > 1 else replies[0]
+        if body.get("stream") and status == 200:
+            self.send_events(body)
+            return
         data = json.dumps(payload).encode()
         self.send_response(status)
         for name, value in {"Content-Type": "application/json", **headers}.items():
@@ -88,6 +91,62 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def send_events(self, body: dict[str, Any]) -> None:
+        """STREAMED as server-sent events, until the connection closes; the usage last only
+        if the request asked for it (as OpenAI does)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        chunks = list(STREAMED)
+        if not (body.get("stream_options") or {}).get("include_usage"):
+            chunks = chunks[:-1]
+        for chunk in chunks:
+            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-2",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def _call_piece(index: int, arguments: str, call_id: str | None = None) -> dict[str, Any]:
+    fn: dict[str, Any] = {"arguments": arguments}
+    piece: dict[str, Any] = {"index": index, "function": fn}
+    if call_id:
+        piece.update(id=call_id, type="function")
+        fn["name"] = "python"
+    return piece
+
+
+# A reply as OpenAI streams it: text, two tool calls in pieces, the finish, then the usage.
+PIECES = ["Two ", "cells", ":"]
+STREAMED = [
+    _chunk({"role": "assistant", "content": ""}),
+    *(_chunk({"content": p}) for p in PIECES),
+    _chunk({"tool_calls": [_call_piece(0, "", "call_1")]}),
+    _chunk({"tool_calls": [_call_piece(0, '{"code": ')]}),
+    _chunk({"tool_calls": [_call_piece(0, '"x = 1"}')]}),
+    _chunk({"tool_calls": [_call_piece(1, '{"code": "y = 2"}', "call_2")]}),
+    _chunk({}, "tool_calls"),
+    {
+        "id": "chatcmpl-2",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [],
+        "usage": REPLY["usage"],
+    },
+]
 
 
 @pytest.fixture
@@ -137,6 +196,41 @@ def test_direct_and_litellm_give_the_same_completion(server: Server) -> None:
     assert sent["body"]["tools"] == [PYTHON_TOOL]
     # Which path served which: litellm goes through the OpenAI SDK.
     assert "OpenAI" in seen["headers"]["user-agent"]
+    assert "OpenAI" not in sent["headers"]["user-agent"]
+
+
+def test_direct_and_litellm_stream_the_same_completion(server: Server) -> None:
+    async def stream(router: ModelRouter) -> tuple[Any, list[str]]:
+        pieces: list[str] = []
+        try:
+            completion = await router.stream(
+                "openai/gpt-4o-mini",
+                MESSAGES,
+                pieces.append,
+                tools=[PYTHON_TOOL],
+                api_base=server.url,
+                api_key="sk-test-direct",
+            )
+        finally:
+            await (router.close() if not router.direct else router._direct.close())
+        return completion, pieces
+
+    direct, through = ModelRouter(), ModelRouter()
+    through.direct = False
+    a, a_pieces = asyncio.run(stream(direct))
+    b, b_pieces = asyncio.run(stream(through))
+    assert a_pieces == b_pieces == PIECES
+    assert a.message == b.message
+    assert a.message["content"] == "Two cells:"
+    calls = [(c["id"], c["function"]["arguments"]) for c in a.message["tool_calls"]]
+    assert calls == [("call_1", '{"code": "x = 1"}'), ("call_2", '{"code": "y = 2"}')]
+    assert (a.finish_reason, a.usage) == (b.finish_reason, b.usage) == ("tool_calls", a.usage)
+    assert a.usage["cached_tokens"] == 1024 and a.usage["prompt_tokens"] == 1200
+    assert a.cost == pytest.approx(b.cost, rel=1e-9) and a.cost > 0
+    sent, seen = server.requests
+    for request in (sent, seen):  # both asked for the usage in the stream's last event
+        assert request["body"]["stream"] is True
+        assert request["body"]["stream_options"] == {"include_usage": True}
     assert "OpenAI" not in sent["headers"]["user-agent"]
 
 
