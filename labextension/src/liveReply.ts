@@ -75,7 +75,7 @@ export class LiveReply implements ILiveReply {
     return this._disposed;
   }
 
-  /** Take a pushed delta; others sessions' and stored calls' are ignored. Whether it showed. */
+  /** Take a pushed delta (other sessions' and stored calls' are ignored); whether it showed. */
   add(delta: ModelDelta): boolean {
     if (this._disposed || delta.session_id !== this.sessionId || delta.call <= this._stored) {
       return false;
