@@ -433,7 +433,7 @@ class News:
     async def subscribe(cls, server: Server) -> News | None:
         """A subscription to the server's bus; None if it has none (then `follow` polls)."""
         news = cls()
-        bus = EventBus(server.info, news._on_message, asyncio.get_running_loop())
+        bus = EventBus(server.info, news.on_message, asyncio.get_running_loop())
         try:
             news.bus = await asyncio.to_thread(bus.start)
         except BusError:
@@ -452,7 +452,7 @@ class News:
         self.places.setdefault(session_id, ({"id": session_id}, 0))
         early, self.early = self.early, []
         for data in early:
-            self._on_message(data)
+            self.on_message(data)
 
     def place(self, records: list[tuple[dict[str, Any], int]]) -> None:
         self.places.update((record["id"], (record, depth)) for record, depth in records)
@@ -478,7 +478,7 @@ class News:
         if self.bus is not None:
             self.bus.close()
 
-    def _on_message(self, data: dict[str, Any]) -> None:
+    def on_message(self, data: dict[str, Any]) -> None:
         if self.root_id is None:
             if len(self.early) < EARLY:
                 self.early.append(data)
