@@ -7,6 +7,7 @@ Never use this configuration for anything but tests: it removes all security pro
 
 import json
 import os
+import time
 from pathlib import Path
 from tempfile import mkdtemp
 
@@ -53,3 +54,14 @@ c.Harness.global_dir = mkdtemp(prefix="prime-ui-harness-global-")
 c.Harness.refine_model = "scripted/ui-refine"
 c.Harness.review_policy = "review"
 c.ContentsManager.allow_hidden = True
+
+# When each piece of a streamed reply leaves the scripted model (wall clock, the browser's machine),
+# one JSON line each: the browser test measures from there to the session view showing it.
+if os.environ.get("PRIME_UI_PIECES"):
+    from prime_kernel.models import scripted
+
+    def _piece_sent(model: str, piece: str, _monotonic: float) -> None:
+        with open(os.environ["PRIME_UI_PIECES"], "a", encoding="utf-8") as f:
+            f.write(json.dumps({"ms": time.time() * 1000, "model": model, "piece": piece}) + "\n")
+
+    scripted.on_piece = _piece_sent

@@ -13,6 +13,8 @@ if (!process.env.PRIME_SCRIPTS) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prime-ui-scripts-'));
   process.env.PRIME_SCRIPTS = path.join(dir, 'scripts.json');
   fs.writeFileSync(process.env.PRIME_SCRIPTS, JSON.stringify(require('./scripts'), null, 1));
+  // Where the server notes when the scripted models send each piece of a streamed reply.
+  process.env.PRIME_UI_PIECES = path.join(dir, 'pieces.jsonl');
 }
 
 function chromium() {

@@ -47,6 +47,26 @@ module.exports = {
     turns: [{ code: "ready = 'yes'\nready" }, { text: 'thinking for a long time', sleep: 600 }]
   },
   'ui-refine': { turns: [{ text: JSON.stringify(refinement) }] },
+  // A model that thinks for 3 s (the test opens the view meanwhile), then streams its reply in
+  // six pieces 0.8 s apart: the session view shows it growing before the call ends.
+  'ui-stream': {
+    turns: [
+      {
+        sleep: 3,
+        text: 'Reading the task. Six times seven: 6 * 7 is 42, which I check in the REPL before answering.',
+        pieces: [
+          'Reading the task. ',
+          'Six times seven: ',
+          '6 * 7 is 42, ',
+          'which I check ',
+          'in the REPL ',
+          'before answering.'
+        ],
+        piece_delay: 0.8,
+        code: 'answer(6 * 7)'
+      }
+    ]
+  },
   // What a notebook's llm() call gets back.
   'ui-hello': { turns: [{ text: 'Hello from the scripted model.' }] },
   // An agent that sets a goal, notes progress on it and makes an hourly heartbeat, then answers:

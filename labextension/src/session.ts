@@ -1,7 +1,8 @@
 /**
  * A main-area view of one session: its header (state, usage, budget, answer), its goal and
- * schedules (goalSection.ts), its trajectory (each event drawn by the renderer registry), and a
- * box to message the agent. It renders what its `SessionModel` holds and asks the model to act.
+ * schedules (goalSection.ts), its trajectory (each event drawn by the renderer registry) ending
+ * with the reply the model is writing now (streamed; replaced by the stored events), and a box
+ * to message the agent. It renders what its `SessionModel` holds and asks the model to act.
  */
 import { InputDialog } from '@jupyterlab/apputils';
 import type { IOutput } from '@jupyterlab/nbformat';
@@ -15,6 +16,7 @@ import { formatBudget } from './budget';
 import { h, stateBadge } from './dom';
 import { elapsedSeconds, formatCost, formatElapsed, formatTokens, sessionLabel } from './format';
 import { GoalSection } from './goalSection';
+import { LiveReplyView } from './liveView';
 import type { EventDataMap, TrajectoryEvent } from './protocol';
 import { SessionModel } from './sessionModel';
 import { isTerminal } from './states';
@@ -78,6 +80,8 @@ export class SessionView extends Panel implements ISessionView {
     });
     this._trajectory = new Panel();
     this._trajectory.addClass('jp-PrimeSession-trajectory');
+    this._live = new LiveReplyView(trans);
+    this._trajectory.addWidget(this._live);
     this._status = h('div', { className: 'jp-PrimeSession-status', role: 'status' });
 
     this._input = h('textarea', {
@@ -115,8 +119,10 @@ export class SessionView extends Panel implements ISessionView {
     };
     model.changed.connect(this._onChanged, this);
     model.added.connect(this._onAdded, this);
+    model.live.changed.connect(this._onLive, this);
     this._onChanged();
     this._onAdded(model, model.events);
+    this._onLive();
   }
 
   readonly model: SessionModel;
@@ -195,12 +201,31 @@ export class SessionView extends Panel implements ISessionView {
     if (!events.length) {
       return;
     }
-    const node = this._trajectory.node;
-    const atBottom = node.scrollHeight - node.scrollTop - node.clientHeight < 48;
+    const follow = this._atBottom();
     for (const e of events) {
-      this._trajectory.addWidget(this._options.renderers.render(e, this._context));
+      // Before the live reply, which stays last.
+      this._trajectory.insertWidget(this._trajectory.widgets.length - 1, this._options.renderers.render(e, this._context));
     }
-    if (atBottom) {
+    this._follow(follow);
+  }
+
+  /** The reply being written began, grew, ended, or was replaced by its stored events. */
+  private _onLive(): void {
+    const follow = this._atBottom();
+    this._live.render(this.model.live.current);
+    this._follow(follow);
+  }
+
+  /** Whether the trajectory is scrolled to (about) its end. */
+  private _atBottom(): boolean {
+    const node = this._trajectory.node;
+    return node.scrollHeight - node.scrollTop - node.clientHeight < 48;
+  }
+
+  /** Keep the end in sight after a change, if it was in sight before. */
+  private _follow(wasAtBottom: boolean): void {
+    if (wasAtBottom) {
+      const node = this._trajectory.node;
       requestAnimationFrame(() => {
         node.scrollTop = node.scrollHeight;
       });
@@ -298,6 +323,8 @@ export class SessionView extends Panel implements ISessionView {
   private _control: GoalSection;
   private _verify: VerifySection;
   private _trajectory: Panel;
+  /** The reply being written, the trajectory's last item (hidden when there is none). */
+  private _live: LiveReplyView;
   private _status: HTMLDivElement;
   /** Whether the status line shows that the session could not be loaded. */
   private _loadError = false;

@@ -2,13 +2,24 @@
  * One session as its view shows it: its record (from `IPrimeSessions`, with its goal), its
  * trajectory, fetched after the last event seen whenever a push event of the session arrives
  * (coalesced), and its schedules, fetched again when one of them changes or ticks; with a slow
- * poll while it runs. The view only renders what this model holds and asks it to act.
+ * poll while it runs; and the reply its model is writing (`live`), from the deltas pushed while a
+ * call streams, until the trajectory stores that call. The view only renders what this model
+ * holds and asks it to act.
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { Coalescer } from './coalescer';
+import { countModelCalls, LiveReply } from './liveReply';
 import { sortSchedules } from './longrun';
-import type { CreateSchedule, Schedule, Session, SessionNotification, TrajectoryEvent, Verification } from './protocol';
+import type {
+  CreateSchedule,
+  ModelDelta,
+  Schedule,
+  Session,
+  SessionNotification,
+  TrajectoryEvent,
+  Verification
+} from './protocol';
 import { lastSeq } from './sessionIndex';
 import { isTerminal } from './states';
 import type { IPrimeAPI, IPrimeSessions, ISessionModel, ISessionsChange } from './tokens';
@@ -19,6 +30,8 @@ export interface ISessionModelOptions {
   api: IPrimeAPI;
   /** Milliseconds a fetch waits for more push events to fold in. */
   coalesce?: number;
+  /** Milliseconds a streamed reply stays shown after its last delta, waiting for its stored event. */
+  linger?: number;
 }
 
 export class SessionModel implements ISessionModel {
@@ -30,6 +43,8 @@ export class SessionModel implements ISessionModel {
     this._scheduleFetcher = new Coalescer(() => this._fetchSchedules(), options.coalesce ?? 250);
     this._sessions.changed.connect(this._onSessionsChanged, this);
     this._sessions.notified.connect(this._onNotified, this);
+    this.live = new LiveReply({ sessionId: this.id, linger: options.linger });
+    this._sessions.streamed.connect(this._onStreamed, this);
     this._schedulePoll();
     if (!this.session) {
       void this._sessions.fetch(this.id).catch(err => this._setError((err as Error).message));
@@ -39,6 +54,9 @@ export class SessionModel implements ISessionModel {
   }
 
   readonly id: string;
+
+  /** The reply its model is writing now (streamed, not yet in `events`). */
+  readonly live: LiveReply;
 
   /** The session's record, once known. */
   get session(): Session | undefined {
@@ -138,6 +156,8 @@ export class SessionModel implements ISessionModel {
     this._scheduleFetcher.dispose();
     this._sessions.changed.disconnect(this._onSessionsChanged, this);
     this._sessions.notified.disconnect(this._onNotified, this);
+    this._sessions.streamed.disconnect(this._onStreamed, this);
+    this.live.dispose();
     Signal.clearData(this);
   }
 
@@ -156,6 +176,10 @@ export class SessionModel implements ISessionModel {
         void this._scheduleFetcher.request();
       }
     }
+  }
+
+  private _onStreamed(_: unknown, delta: ModelDelta): void {
+    this.live.add(delta);
   }
 
   /**
@@ -195,7 +219,11 @@ export class SessionModel implements ISessionModel {
     }
     if (fresh.length) {
       this._events = [...this._events, ...fresh];
+      this._modelCalls += countModelCalls(fresh);
+      // The stored events take the place of the streamed reply in the same step: the view
+      // draws them, then drops the live block, with no frame showing both or neither.
       this._added.emit(fresh);
+      this.live.stored(this._modelCalls);
     }
   }
 
@@ -225,6 +253,8 @@ export class SessionModel implements ISessionModel {
   private _sessions: IPrimeSessions;
   private _api: IPrimeAPI;
   private _events: TrajectoryEvent[] = [];
+  /** How many `model_call` events `_events` holds. */
+  private _modelCalls = 0;
   private _error: string | null = null;
   private _schedules: Schedule[] = [];
   private _coalescer: Coalescer;

@@ -4,13 +4,15 @@
  * session's state at once and asks for what changed since the last list
  * (`GET /api/prime/sessions?changed_after=<cursor>`, coalesced), which is merged in. A new
  * `epoch` (the daemon restarted, so old cursors mean nothing) fetches everything again; so does
- * `refresh()`. Without push events a slow poll asks for what changed.
+ * `refresh()`. Without push events a slow poll asks for what changed. The pieces of a model reply
+ * pushed while it streams are passed on as they come (`streamed`), changing nothing here.
  */
 import type { Event } from '@jupyterlab/services';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { Coalescer } from './coalescer';
-import type { CreateSession, ModelList, Session, SessionNotification } from './protocol';
+import { modelDelta } from './liveReply';
+import type { CreateSession, ModelDelta, ModelList, Session, SessionNotification } from './protocol';
 import { SessionIndex, sessionNotification } from './sessionIndex';
 import type { IPrimeAPI, IPrimeSessions, ISessionsChange } from './tokens';
 
@@ -44,6 +46,10 @@ export class SessionsModel implements IPrimeSessions {
 
   get notified(): ISignal<this, SessionNotification> {
     return this._notified;
+  }
+
+  get streamed(): ISignal<this, ModelDelta> {
+    return this._streamed;
   }
 
   get sessions(): readonly Session[] {
@@ -141,6 +147,10 @@ export class SessionsModel implements IPrimeSessions {
   private _onEvent(_: unknown, e: Event.Emission): void {
     const note = sessionNotification(e);
     if (!note) {
+      const delta = modelDelta(e);
+      if (delta) {
+        this._streamed.emit(delta);
+      }
       return;
     }
     if (this._index.get(note.session_id)) {
@@ -221,6 +231,7 @@ export class SessionsModel implements IPrimeSessions {
   private _poll: ReturnType<typeof setInterval> | null = null;
   private _changed = new Signal<this, ISessionsChange>(this);
   private _notified = new Signal<this, SessionNotification>(this);
+  private _streamed = new Signal<this, ModelDelta>(this);
 }
 
 const EMPTY: ReadonlySet<string> = new Set();

@@ -28,6 +28,7 @@ import type {
   Goal,
   GoalChange,
   HarnessKind,
+  ModelDelta,
   ModelList,
   Schedule,
   Session,
@@ -289,6 +290,8 @@ export interface IPrimeSessions extends IDisposable {
   readonly changed: ISignal<IPrimeSessions, ISessionsChange>;
   /** Every push notification of a session event, after the list took its state. */
   readonly notified: ISignal<IPrimeSessions, SessionNotification>;
+  /** Every piece of a model reply pushed while it streams (never stored; see `ILiveReply`). */
+  readonly streamed: ISignal<IPrimeSessions, ModelDelta>;
   /** Seconds between fetches of what changed when no push event came (0: never). */
   pollInterval: number;
   /** Fetch the whole list now. */
@@ -422,6 +425,32 @@ export const IPrimeEventRenderers = new Token<IPrimeEventRenderers>(
 // The session views
 // ---------------------------------------------------------------------------------------------
 
+/** The model call a session is streaming, as far as its pushed deltas tell. */
+export interface ILiveCall {
+  /** Which of the session's model calls (from 1). */
+  readonly call: number;
+  /** The reply so far; `…` marks deltas missed (or dropped, beyond the memory limit). */
+  readonly text: string;
+  /** Whether its last delta came: its stored event is on its way. */
+  readonly done: boolean;
+}
+
+/**
+ * The reply a session's model is writing, from its pushed deltas, until the trajectory stores
+ * that model call (the stored events replace it).
+ */
+export interface ILiveReply extends IDisposable {
+  readonly sessionId: string;
+  /** The call being written (or just ended, its stored event on its way), or null. */
+  readonly current: ILiveCall | null;
+  /** `current` began, grew, ended or went away. */
+  readonly changed: ISignal<ILiveReply, void>;
+  /** Take a pushed delta (another session's is ignored); whether `current` changed. */
+  add(delta: ModelDelta): boolean;
+  /** The trajectory stores `count` model calls: calls up to `count` are over. */
+  stored(count: number): void;
+}
+
 /** One session as its view shows it: its record, trajectory and schedules, and its actions. */
 export interface ISessionModel extends IDisposable {
   readonly id: string;
@@ -435,6 +464,8 @@ export interface ISessionModel extends IDisposable {
   readonly error: string | null;
   /** New events, in seq order. */
   readonly added: ISignal<ISessionModel, readonly TrajectoryEvent[]>;
+  /** The reply its model is writing now (streamed, not yet in `events`). */
+  readonly live: ILiveReply;
   /** The record, the schedules or the error changed. */
   readonly changed: ISignal<ISessionModel, void>;
   /** Fetch the record, new events and the schedules now. */

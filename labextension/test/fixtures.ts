@@ -9,6 +9,7 @@ import type {
   EventDataMap,
   EventKind,
   GoalChange,
+  ModelDelta,
   Schedule,
   Session,
   SessionNotification,
@@ -88,6 +89,9 @@ export class FakeDaemon {
   refuseVerify = '';
   changed = new Signal<IPrimeSessions, ISessionsChange>({} as IPrimeSessions);
   notified = new Signal<IPrimeSessions, SessionNotification>({} as IPrimeSessions);
+  streamed = new Signal<IPrimeSessions, ModelDelta>({} as IPrimeSessions);
+  /** The trajectory `events()` returns (after the seq asked for). */
+  trajectory: TrajectoryEvent[] = [];
 
   sessions(): IPrimeSessions {
     return {
@@ -98,13 +102,14 @@ export class FakeDaemon {
         return this.record;
       },
       changed: this.changed,
-      notified: this.notified
+      notified: this.notified,
+      streamed: this.streamed
     } as unknown as IPrimeSessions;
   }
 
   api(): IPrimeAPI {
     return {
-      events: async () => [],
+      events: async (_id: string, after = 0) => this.trajectory.filter(e => e.seq > after),
       schedules: async (filters: { session?: string }) => {
         this.calls.push(`schedules ${filters.session}`);
         return this.schedules.map(s => ({ ...s }));

@@ -1,6 +1,7 @@
+import type { ModelDelta } from '../src/protocol';
 import { SessionModel } from '../src/sessionModel';
 import type { IPrimeAPI } from '../src/tokens';
-import { FakeDaemon } from './fixtures';
+import { E, FakeDaemon } from './fixtures';
 
 const settled = () => new Promise(resolve => setTimeout(resolve, 10));
 
@@ -76,5 +77,68 @@ describe('SessionModel: goal and schedules', () => {
     fake.note('schedule');
     await settled();
     expect(model.error).toBe('503 unavailable');
+  });
+});
+
+describe('SessionModel: the reply its model is writing', () => {
+  let fake: FakeDaemon;
+  let model: SessionModel;
+  const D = (call: number, seq: number, text: string, done = false, session = 'sa'): ModelDelta => ({
+    session_id: session,
+    root_id: session,
+    call,
+    seq,
+    text,
+    done
+  });
+  const call = { model: 'scripted/x', usage: {}, cost: 0, duration: 1 };
+
+  beforeEach(async () => {
+    fake = new FakeDaemon();
+    model = new SessionModel({ id: 'sa', sessions: fake.sessions(), api: fake.api(), coalesce: 1 });
+    await settled();
+  });
+
+  afterEach(() => model.dispose());
+
+  it("takes its session's deltas from the event bus, not another's", () => {
+    const seen: (string | undefined)[] = [];
+    model.live.changed.connect(() => seen.push(model.live.current?.text));
+    fake.streamed.emit(D(1, 1, 'Let me '));
+    fake.streamed.emit(D(1, 1, 'other', false, 'sb'));
+    fake.streamed.emit(D(1, 2, 'compute'));
+    expect(seen).toEqual(['Let me ', 'Let me compute']);
+  });
+
+  it('drops it when the trajectory stores that call, after drawing the stored events', async () => {
+    fake.streamed.emit(D(1, 1, 'Let me compute'));
+    fake.streamed.emit(D(1, 2, '', true));
+    const order: string[] = [];
+    model.added.connect((_, events) => order.push(`added ${events.map(e => e.kind).join(',')}`));
+    model.live.changed.connect(() => order.push(`live ${model.live.current?.text ?? 'none'}`));
+    fake.trajectory = [E('model_call', call, 1), E('assistant', { content: 'Let me compute' }, 2)];
+    fake.note('model_call');
+    await settled();
+    expect(order).toEqual(['added model_call,assistant', 'live none']);
+    // The next call streams while the trajectory has the first one: it shows.
+    fake.streamed.emit(D(2, 1, 'Now'));
+    expect(model.live.current).toEqual({ call: 2, text: 'Now', done: false });
+  });
+
+  it('knows calls stored before it opened: their deltas show nothing', async () => {
+    fake.trajectory = [E('model_call', call, 1), E('model_call', { ...call, purpose: 'compaction' }, 2)];
+    const late = new SessionModel({ id: 'sa', sessions: fake.sessions(), api: fake.api(), coalesce: 1 });
+    await settled();
+    fake.streamed.emit(D(2, 3, 'stale'));
+    expect(late.live.current).toBeNull();
+    fake.streamed.emit(D(3, 1, 'live'));
+    expect(late.live.current!.text).toBe('live');
+    late.dispose();
+  });
+
+  it('stops listening when disposed', () => {
+    model.dispose();
+    fake.streamed.emit(D(1, 1, 'x'));
+    expect(model.live.current).toBeNull();
   });
 });

@@ -1,7 +1,7 @@
 import type { Event } from '@jupyterlab/services';
 import { Signal } from '@lumino/signaling';
 
-import { Session, SESSION_EVENT_SCHEMA, SessionList } from '../src/protocol';
+import { MODEL_DELTA_SCHEMA, Session, SESSION_EVENT_SCHEMA, SessionList } from '../src/protocol';
 import { SessionsModel, UPDATE_MEASURE } from '../src/sessionsModel';
 import type { IPrimeAPI, ISessionsChange } from '../src/tokens';
 import { S, U } from './fixtures';
@@ -94,6 +94,18 @@ describe('SessionsModel', () => {
     await flush();
     expect(notes).toHaveLength(20);
     expect(daemon.calls).toEqual([undefined, 2]);
+  });
+
+  it('passes the pieces of a streamed reply on as they come, fetching and changing nothing', async () => {
+    const pieces: string[] = [];
+    model.streamed.connect((_, d) => pieces.push(`${d.session_id}:${d.call}.${d.seq} ${d.text}`));
+    const delta = { session_id: 'b', root_id: 'b', call: 1, seq: 1, text: 'Let me', done: false };
+    events.stream.emit({ schema_id: MODEL_DELTA_SCHEMA, ...delta });
+    events.stream.emit({ schema_id: MODEL_DELTA_SCHEMA, ...delta, seq: 2, text: ' see', done: true });
+    expect(pieces).toEqual(['b:1.1 Let me', 'b:1.2  see']);
+    await flush();
+    expect(daemon.calls).toEqual([undefined]);
+    expect(changes).toHaveLength(1);
   });
 
   it('fetches everything again when the daemon restarted (a new epoch)', async () => {
