@@ -16,7 +16,8 @@ its child, or two notebooks, do):
   stored ``model_call`` events (prompt tokens, cached tokens, seconds).
 
 Per turn: prompt tokens (total), evaluated, cached, new (tokens the session added since its
-previous request and reply: the floor a perfect cache would evaluate) and seconds; then per run
+previous request and reply: the floor a perfect cache would evaluate), seconds reading the
+prompt (llama.cpp's ``prompt_ms``; conversation part) and seconds in all; then per run
 the evaluated share of the new tokens over the turns after the first, and the median seconds of
 a first turn against a later one. Nothing is asserted: the table is the result.
 """
@@ -145,28 +146,39 @@ async def real_sessions(app: Any, model: str, together: int) -> list[dict[str, A
     return rows
 
 
+def _median(rows: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in rows if r[key] is not None]
+    return statistics.median(values) if values else None
+
+
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     later = [r for r in rows if r["turn"] > 0]
     first = [r for r in rows if r["turn"] == 0]
     new = sum(r["new"] for r in later)
     evaluated = sum(r["evaluated"] for r in later)
     return {
+        "first_read_s": _median(first, "prompt_s"),
+        "later_read_s": _median(later, "prompt_s"),
         "later_turns": len(later),
         "later_new": new,
         "later_evaluated": evaluated,
         "later_over_new": evaluated / new if new else None,
-        "first_s": statistics.median(r["seconds"] for r in first) if first else None,
-        "later_s": statistics.median(r["seconds"] for r in later) if later else None,
+        "first_s": _median(first, "seconds"),
+        "later_s": _median(later, "seconds"),
     }
 
 
 def show(title: str, rows: list[dict[str, Any]], result: dict[str, Any]) -> None:
     print(f"\n{title}")
-    print(f"{'sess':>4} {'turn':>4} {'prompt':>7} {'eval':>6} {'cached':>7} {'new':>5} {'s':>7}")
+    print(
+        f"{'sess':>4} {'turn':>4} {'prompt':>7} {'eval':>6} {'cached':>7} {'new':>5} "
+        f"{'read s':>7} {'s':>7}"
+    )
     for r in rows:
+        read = "" if r["prompt_s"] is None else f"{r['prompt_s']:.2f}"
         print(
             f"{r['session']:>4} {r['turn']:>4} {r['prompt']:>7} {r['evaluated']:>6} "
-            f"{r['cached']:>7} {r['new']:>5} {r['seconds']:>7.2f}"
+            f"{r['cached']:>7} {r['new']:>5} {read:>7} {r['seconds']:>7.2f}"
         )
     ratio = result["later_over_new"]
     if ratio is None:
@@ -177,6 +189,11 @@ def show(title: str, rows: list[dict[str, Any]], result: dict[str, Any]) -> None
         f"{result['later_new']} new ({ratio:.1%}); median seconds: first turn "
         f"{result['first_s']:.2f}, later turns {result['later_s']:.2f}"
     )
+    if result["later_read_s"] is not None:
+        print(
+            f"median seconds reading the prompt: first turn {result['first_read_s']:.2f}, "
+            f"later turns {result['later_read_s']:.2f}"
+        )
 
 
 def main() -> None:
