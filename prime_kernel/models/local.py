@@ -226,8 +226,8 @@ def _load(spec: LocalModel) -> Any:
         # the slot's conversation is saved to the host-RAM cache, and the cached conversation
         # sharing the longest prefix with the request is loaded back. With the default (0.1) a
         # request that shares a long head (the system prompt and examples every session has)
-        # takes the slot over without saving it, so two interleaved sessions re-read each
-        # other's conversations in full. The save and load cost about 40 ms per 1k tokens.
+        # takes the slot over without saving it, so two interleaved sessions each re-read all
+        # that follows the shared head. The save and load cost about 40 ms per 1k tokens.
         params.slot_prompt_similarity = SLOT_SIMILARITY
         params.cache_ram_mib = cache_mib()
         params.ctx_shift = False  # an oversized prompt must fail, not silently lose its start
@@ -356,7 +356,8 @@ class _Tally:
 
     The usage carries llama.cpp's ``timings`` too (``prompt_n``: prompt tokens evaluated,
     ``cache_n``: reused from the KV cache, ``prompt_ms``, ``predicted_n``, ``predicted_ms``):
-    litellm keeps the extra field on ``response.usage``, where bench/bench_kv.py reads it.
+    litellm keeps the extra field on a non-streamed ``response.usage`` (its stream drops it),
+    where bench/bench_kv.py reads it.
     """
 
     def __init__(self) -> None:
