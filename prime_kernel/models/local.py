@@ -43,6 +43,16 @@ DEFAULT_MAX_TOKENS = 512
 SEED = 0  # fixed, so the same request gets the same reply
 _RUNTIME_HINT = "pip install xllamacpp"
 
+# The host-RAM prompt cache, per loaded model (llama.cpp's --cache-ram, 8 GiB by default): the
+# KV state of the conversations that are not in the model's one slot, so that sessions taking
+# turns each resume where they stopped. Least recently used first out; a state costs 12 KiB per
+# token for the 0.5B (1 GiB: about 85k tokens) and 22.5 KiB for SmolLM2.
+CACHE_MIB = 1024
+CACHE_ENV = "PRIME_LOCAL_CACHE_MIB"  # overrides CACHE_MIB; 0 turns the cache off
+# llama.cpp's slot_prompt_similarity (see _load); bench/bench_kv.py --similarity 0.1 shows
+# llama.cpp's default at work.
+SLOT_SIMILARITY = 0.0
+
 
 @dataclass(frozen=True)
 class LocalModel:
@@ -154,6 +164,14 @@ def load_now(spec: LocalModel) -> None:
     _worker.submit(_load, spec).result()
 
 
+def unload(model: str) -> None:
+    """Free `model`'s llama context, its KV cache and prompt cache with it (a later call loads
+    it again); waits for the requests queued before it. For benchmarks and tests that need a
+    cold cache."""
+    spec = get(model)
+    _worker.submit(_servers.pop, spec.name, None).result()
+
+
 def _threads() -> int:
     """Threads for llama.cpp: the CPUs this process may use, less one, at most 4.
 
@@ -165,6 +183,22 @@ def _threads() -> int:
     # The affinity mask, not the host's core count, is what a container actually gets.
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(4, (cpus or 1) - 1))
+
+
+def cache_mib() -> int:
+    """The host-RAM prompt cache's bound per model, in MiB (CACHE_ENV, else CACHE_MIB)."""
+    configured = os.environ.get(CACHE_ENV, "").strip()
+    if not configured:
+        return CACHE_MIB
+    try:
+        mib = int(configured)
+    except ValueError:
+        mib = -1
+    if mib < 0:
+        raise LocalModelUnavailable(
+            f"{CACHE_ENV}={configured!r}: expected a whole number of MiB (0 turns it off)"
+        )
+    return mib
 
 
 def _load(spec: LocalModel) -> Any:
@@ -185,7 +219,17 @@ def _load(spec: LocalModel) -> Any:
         params = xllamacpp.CommonParams()
         params.model.path = str(path)
         params.n_ctx = spec.context_window
-        params.n_parallel = 1  # requests are serialised anyway; one slot keeps the KV cache whole
+        # Requests are serialised anyway, so one slot, holding the KV cache of the whole window.
+        # A turn reuses the longest cached prefix of its prompt and evaluates only the rest.
+        params.n_parallel = 1
+        # Similarity 0 sends every request down llama.cpp's "least recently used slot" path:
+        # the slot's conversation is saved to the host-RAM cache, and the cached conversation
+        # sharing the longest prefix with the request is loaded back. With the default (0.1) a
+        # request that shares a long head (the system prompt and examples every session has)
+        # takes the slot over without saving it, so two interleaved sessions each re-read all
+        # that follows the shared head. The save and load cost about 40 ms per 1k tokens.
+        params.slot_prompt_similarity = SLOT_SIMILARITY
+        params.cache_ram_mib = cache_mib()
         params.ctx_shift = False  # an oversized prompt must fail, not silently lose its start
         params.verbosity = 1  # errors only: llama.cpp logs every request at info level
         params.cpuparams.n_threads = params.cpuparams_batch.n_threads = _threads()
@@ -308,7 +352,13 @@ def _request(messages: list[dict[str, Any]], optional_params: dict[str, Any]) ->
 
 
 class _Tally:
-    """Folds llama.cpp's OpenAI-style stream chunks: keeps the finish reason and usage."""
+    """Folds llama.cpp's OpenAI-style stream chunks: keeps the finish reason and the usage.
+
+    The usage carries llama.cpp's ``timings`` too (``prompt_n``: prompt tokens evaluated,
+    ``cache_n``: reused from the KV cache, ``prompt_ms``, ``predicted_n``, ``predicted_ms``):
+    litellm keeps the extra field on a non-streamed ``response.usage`` (its stream drops it),
+    where bench/bench_kv.py reads it.
+    """
 
     def __init__(self) -> None:
         self.finish_reason = "stop"
@@ -318,7 +368,8 @@ class _Tally:
         """Record `chunk` and return the text it adds; raises `_LlamaError` for an error chunk."""
         if "error" in chunk:
             raise _LlamaError(chunk["error"])
-        self.usage = chunk.get("usage") or self.usage
+        if chunk.get("usage"):  # the last chunk, with the timings
+            self.usage = {**chunk["usage"], "timings": chunk.get("timings") or {}}
         if not chunk.get("choices"):
             return ""
         choice = chunk["choices"][0]

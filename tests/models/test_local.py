@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
-import os
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,19 +34,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-@pytest.fixture(scope="module")
-def litellm() -> Any:
-    # Offline: no fetch of the remote price map when litellm is imported.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-    import litellm
-
-    local.register(litellm)
-    local.register(litellm)  # idempotent
-    return litellm
-
-
 def test_acompletion(litellm: Any) -> None:
+    local.register(litellm)  # idempotent
     assert [i["provider"] for i in litellm.custom_provider_map].count(local.PROVIDER) == 1
     response = run(
         litellm.acompletion(
