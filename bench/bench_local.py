@@ -171,6 +171,7 @@ CRUTCHES: dict[str, dict[str, Any]] = {
     "examples": {"examples": lambda task, has_context: []},
     "look": {"look": None},
     "retry-fresh": {"retry_fresh": False},
+    "no-copies": {"no_copies": False},
     "hints": {"error_hints": False},
     "setup": {"setup": "", "system": _plain_system},
     "prefill": {"prefill": "", "prefill_answer": False, "stop": ()},
@@ -196,7 +197,7 @@ async def bench(app: Any, args: argparse.Namespace, root: Path) -> list[dict[str
         if not args.json:
             print(f"\n{name} set\n{HEADER}", flush=True)
         for task in tasks:
-            if args.only and task.kind != args.only:
+            if args.only and task.kind not in args.only.split(","):
                 continue
             harness = await run_task(daemon, task, args.model, root)
             floor = NO_FLOOR if args.no_floor else await run_floor(daemon, task, args.model)
@@ -268,7 +269,9 @@ def main() -> None:
         default="both",
         help="the evaluation set (frozen, the headline), the tuning set, or both (default)",
     )
-    parser.add_argument("--only", help="run only the tasks of this kind (e.g. csv)")
+    parser.add_argument(
+        "--only", help="run only the tasks of these kinds (e.g. csv or dates,units)"
+    )
     parser.add_argument(
         "--no-floor", action="store_true", help="skip the floor (quicker, while tuning)"
     )

@@ -98,6 +98,8 @@ class AgentLoop:
         self.failure = ""
         # A person interrupted the last reply as it streamed (Daemon.interrupt).
         self.interrupted = False
+        # The code of the profile's worked examples this session was shown (profile.no_copies).
+        self.example_code: list[str] = []
 
     def start_messages(self, about: str = "") -> None:
         """The conversation's start; `about`: what the profile's `look` said about `context`."""
@@ -119,6 +121,11 @@ class AgentLoop:
             # A learned example takes the place of the farthest of the profile's own (the
             # nearest come last), so the prompt does not grow: every token of it is read.
             examples = profile.examples(record.prompt, bool(record.context_type))[2 * len(worked) :]
+            if profile.no_copies:
+                # Only the cookbook's: a recalled example may be this very task, solved right.
+                self.example_code = [
+                    code for m in examples[1::2] for code in policy.code_blocks(m["content"])
+                ]
             for e in worked:
                 examples += [
                     {
@@ -246,6 +253,9 @@ class AgentLoop:
             if not blocks:
                 return False
             for code in blocks:
+                if any(policy.same_code(code, example) for example in self.example_code):
+                    runs.append(policy.CellRun(code, policy.copied_example_text(), False))
+                    break
                 runs.append(await self.execute(code))
                 if self.live.answered:
                     break

@@ -151,6 +151,20 @@ def without_failed_turns(
     return kept
 
 
+def same_code(a: str, b: str) -> bool:
+    """Whether two pieces of code are the same but for blank space."""
+    return a.split() == b.split()
+
+
+def copied_example_text() -> str:
+    """What the model is shown instead of running a worked example's code copied whole: its
+    answer would be the example's, a wrong answer given with confidence."""
+    return (
+        "That is the example's code, written for the example's task. Write code for this task, "
+        "with the task's own values."
+    )
+
+
 def turn_key(runs: Sequence[CellRun]) -> tuple[tuple[str, str], ...]:
     """What makes two turns the same: the same code (modulo blank space) with the same output."""
     return tuple((" ".join(run.code.split()), run.text) for run in runs)

@@ -55,6 +55,56 @@ EXAMPLES: tuple[Example, ...] = (
     ("What is the square root of 2, to 4 decimals?", "import math\nanswer(round(math.sqrt(2), 4))"),
     ("What is 15% of 260?", "answer(260 * 15 / 100)"),
     ("What is the sum of the digits of 2 ** 50?", "answer(sum(int(d) for d in str(2 ** 50)))"),
+    # factorials: `n!` in a task is math.factorial(n), exact integers throughout
+    (
+        "Count the digits of 25 factorial.",
+        "import math\nanswer(len(str(math.factorial(25))))",
+    ),
+    ("What is 11! / 8!?", "import math\nanswer(math.factorial(11) // math.factorial(8))"),
+    (
+        "How many zeros are at the end of 30!?",
+        "import math\ndigits = str(math.factorial(30))\n"
+        "answer(len(digits) - len(digits.rstrip('0')))",
+    ),
+    # dates: datetime computes them; a calendar done by hand goes wrong
+    (
+        "Count the days from 2021-02-03 to 2021-09-30.",
+        "from datetime import date\nanswer((date(2021, 9, 30) - date(2021, 2, 3)).days)",
+    ),
+    (
+        "On which day of the week did 14 March 1995 fall?",
+        "from datetime import date\nanswer(date(1995, 3, 14).strftime('%A'))",
+    ),
+    (
+        "Which date is 30 days later than 2022-05-17?",
+        "from datetime import date, timedelta\n"
+        "answer((date(2022, 5, 17) + timedelta(days=30)).isoformat())",
+    ),
+    (
+        "Tell me whether the year 1800 was a leap year.",
+        "import calendar\nanswer(calendar.isleap(1800))",
+    ),
+    (
+        "How many days are in April 2026?",
+        "import calendar\nanswer(calendar.monthrange(2026, 4)[1])",
+    ),
+    # units: name each conversion factor, then multiply
+    (
+        "Express 2 days in seconds.",
+        "seconds_per_minute = 60\nminutes_per_hour = 60\nhours_per_day = 24\n"
+        "answer(2 * hours_per_day * minutes_per_hour * seconds_per_minute)",
+    ),
+    (
+        "Convert 3 yards 2 feet to metres.",
+        # The exact factors a user asks for most, where a small model misremembers them.
+        "# 1 inch = 2.54 cm, 1 mile = 1.609344 km, 1 kg = 2.20462 lb, 1 gallon = 3.785 litres\n"
+        "feet_per_yard = 3\ninches_per_foot = 12\ncm_per_inch = 2.54\n"
+        "inches = (3 * feet_per_yard + 2) * inches_per_foot\nanswer(inches * cm_per_inch / 100)",
+    ),
+    (
+        "Convert 15 litres to US gallons, rounded to 2 decimals.",
+        "litres_per_gallon = 3.785411784\nanswer(round(15 / litres_per_gallon, 2))",
+    ),
     # counting
     (
         "How many multiples of 3 are there from 1 to 400?",
@@ -66,6 +116,7 @@ EXAMPLES: tuple[Example, ...] = (
         "answer(sum(1 for c in 'open source software' if c in 'aeiou'))",
     ),
     ("How many characters does 'hello there' have?", "answer(len('hello there'))"),
+    ("Count the letters of the word 'shelter'.", "answer(len('shelter'))"),
     # primes
     (
         "How many primes are there below 300?",
@@ -90,6 +141,14 @@ EXAMPLES: tuple[Example, ...] = (
     ),
     ("Is 'level' a palindrome?", "s = 'level'\nanswer(s == s[::-1])"),
     ("Replace every space in 'a b c' with a dash.", "answer('a b c'.replace(' ', '-'))"),
+    (
+        "Find the longest word of the sentence 'we walked along the river'.",
+        "words = 'we walked along the river'.split()\nanswer(max(words, key=len))",
+    ),
+    (
+        "Start every word of 'blue sky day' with a capital letter (title case).",
+        "answer('blue sky day'.title())",
+    ),
     # lists
     ("Sort [8, 2, 6, 4] in increasing order.", "answer(sorted([8, 2, 6, 4]))"),
     (
@@ -118,6 +177,15 @@ EXAMPLES: tuple[Example, ...] = (
     ("How many items in context are negative?", "answer(sum(1 for x in context if x < 0))"),
     ("What is the shortest string in context?", "answer(min(context, key=len))"),
     ("How many lines does context have?", "answer(len(context.splitlines()))"),
+    (
+        "How many rows in context have the colour 'red'?",
+        "answer(sum(1 for row in context if row['colour'] == 'red'))",
+    ),
+    (
+        "Which team appears most often in context?",
+        "from collections import Counter\n"
+        "answer(Counter(row['team'] for row in context).most_common(1)[0][0])",
+    ),
     # a long text or table in `context`: computed over, never printed
     (
         "How many times does the word 'fox' occur in context?",
@@ -231,6 +299,14 @@ _SYNONYMS = {
     "texts": "string",
     "subagent": "sub",
     "rlm": "sub",
+    "capitalize": "title",
+    "capitalise": "title",
+    "capitalized": "title",
+    "capitalised": "title",
+    "weekday": "week",
+    "rank": "sort",
+    "order": "sort",
+    "arrange": "sort",
 }
 
 
@@ -246,13 +322,41 @@ def _words(text: str) -> set[str]:
     return out
 
 
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_DATE = re.compile(rf"\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b|\b(?:{_MONTHS})\b", re.IGNORECASE)
+
+
+_BIG = r"(?:large|big|high|great|most)\w*"
+_SMALL = r"(?:small|low|least|few)\w*"
+_DOWN = re.compile(rf"\b{_BIG}\s+(?:\w+\s+)?to\s+(?:the\s+)?{_SMALL}", re.IGNORECASE)
+_UP = re.compile(rf"\b{_SMALL}\s+(?:\w+\s+)?to\s+(?:the\s+)?{_BIG}", re.IGNORECASE)
+
+
+_UNIT = re.compile(
+    r"\b(second|minute|hour|day|week|year|inch|feet|foot|yard|mile|met|centimet|millimet"
+    r"|kilomet|km|cm|mm|kg|kilo|gram|pound|lb|ounce|litre|liter|gallon|celsius|fahrenheit|°[cf])"
+)
+
+
 def _shapes(text: str) -> set[str]:
     """What a task hands over besides words: a file of some kind, a list, a quoted string.
 
     A task about `[5, 3, 9]` should see an example that works on a list literal, one about
-    sales.csv an example that reads a CSV file.
+    sales.csv an example that reads a CSV file, one naming a date an example using datetime.
     """
     shapes = {f".{ext}" for ext in re.findall(r"\.(csv|txt|json)\b", text.lower())}
+    if _DATE.search(text):
+        shapes.add("[date]")
+    # A conversion names two units ("a day of the week" is a date's).
+    if len(set(_UNIT.findall(text.lower().replace("day of the week", "")))) >= 2:
+        shapes.add("[units]")
+    if re.search(r"\d!", text):  # 12! is the factorial of 12
+        shapes.add("factorial")
+    # "from largest to smallest" says decreasing in other words
+    if _DOWN.search(text):
+        shapes.add("decreasing")
+    elif _UP.search(text):
+        shapes.add("increasing")
     if re.search(r"\[[^\]]*\]", text):
         shapes.add("[list]")
     if re.search(r"'[^']*'|\"[^\"]*\"", text):

@@ -69,6 +69,9 @@ class Profile:
     # After a failed turn, leave it out of what the model is shown, the error said in a note
     # (policy.without_failed_turns): fenced-code models only.
     retry_fresh: bool = False
+    # Refuse to run a reply that is one of the shown worked examples' code, copied whole (its
+    # answer would be the example's), and ask for the task's own code instead.
+    no_copies: bool = False
     # Sampling temperature after an error or a repeated turn, so the retry differs (None: the
     # provider's default every turn).
     retry_temperature: float | None = None
@@ -122,11 +125,28 @@ SMALL_EXAMPLES = 3  # more examples did no better for SmolLM2-135M and cost prom
 SMALL_SETUP = "import csv, math, re, statistics"
 
 
-def _small_system(tools: bool, extra: str) -> str:
-    imported = SMALL_SETUP.removeprefix("import ")
-    return prompts.small_system_prompt(
-        extra=extra, installed=f"{installed_note()} Already imported: {imported}."
-    )
+def _imported(setup: str) -> str:
+    """What a setup of `import a, b` / `from m import x, y` lines made available, said briefly."""
+    said = []
+    for line in setup.splitlines():
+        if line.startswith("import "):
+            said.append(line.removeprefix("import "))
+        elif line.startswith("from "):
+            module, names = line.removeprefix("from ").split(" import ")
+            said.append(f"{names} (from {module})")
+    return "; ".join(said)
+
+
+def _system_after(setup: str) -> Callable[[bool, str], str]:
+    def system(tools: bool, extra: str) -> str:
+        return prompts.small_system_prompt(
+            extra=extra, installed=f"{installed_note()} Already imported: {_imported(setup)}."
+        )
+
+    return system
+
+
+_small_system = _system_after(SMALL_SETUP)
 
 
 def _small_examples(task: str, has_context: bool) -> Messages:
@@ -187,6 +207,11 @@ def look_code(prompt: str, has_context: bool) -> str:
 
 
 CODER_EXAMPLES = 3
+# The coder reached for `calendar` and `date` without importing them (a turn lost each time).
+# `datetime` stays the module: both `datetime.date(...)` and `date(...)` then work.
+CODER_SETUP = (
+    "import calendar, csv, datetime, math, re, statistics\nfrom datetime import date, timedelta"
+)
 
 
 def _coder_examples(task: str, has_context: bool) -> Messages:
@@ -196,8 +221,11 @@ def _coder_examples(task: str, has_context: bool) -> Messages:
 CODER = replace(
     SMALL,
     name="coder",
+    system=_system_after(CODER_SETUP),
+    setup=CODER_SETUP,
     examples=_coder_examples,
     retry_fresh=True,
+    no_copies=True,
     task=prompts.coder_task_message,
     look=look_code,
     give_up_hint=(

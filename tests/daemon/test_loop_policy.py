@@ -6,8 +6,9 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
+from prime_kernel.daemon import policy
 from prime_kernel.daemon.daemon import Daemon
-from prime_kernel.models import profiles
+from prime_kernel.models import cookbook, profiles
 
 
 async def finish(daemon: Daemon, model: str, **options: Any) -> dict[str, Any]:
@@ -168,3 +169,27 @@ async def test_the_coder_profile_looks_at_context_and_retries_from_a_clean_slate
         "meant that text."
     )
     assert retry[-1] == "```python\n"
+
+
+async def test_the_coder_profile_refuses_an_example_copied_whole(
+    daemon: Daemon, script: Callable[..., str], monkeypatch: Any
+) -> None:
+    sent: list[list[dict[str, Any]]] = []
+    task = "Reverse the string 'notebook'."
+    copied = cookbook.closest(task, profiles.CODER_EXAMPLES, context=False)[-1][1]
+    assert copied == "answer('jupyter'[::-1])"
+
+    def turn(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        sent.append(messages)
+        retrying = "example's code" in messages[-2]["content"]
+        return {"text": "answer('notebook'[::-1])\n" if retrying else f"{copied}\n"}
+
+    model = script([turn] * 5, tools=False)
+    monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
+    record = await daemon.create_session(task, model=model)
+    result = await daemon.wait(record["id"], 120)
+    assert result["state"] == "DONE" and result["answer_repr"] == "'koobeton'", result["error"]
+    # The copy never ran (its answer would have been the example's); the retry was told why.
+    cells = await daemon.store.events(result["id"], kinds=["cell"])
+    assert [c["data"]["code"] for c in cells[1:]] == ["answer('notebook'[::-1])"]
+    assert policy.copied_example_text() in sent[1][-2]["content"]

@@ -80,11 +80,20 @@ def test_closest_examples_match_the_task_kind() -> None:
     def nearest(task: str) -> str:
         return cookbook.closest(task, 3)[-1][0]
 
+    def nearest_code(task: str) -> str:
+        return cookbook.closest(task, 3, context=False)[-1][1]
+
     assert "prime" in nearest("How many primes are below 1000?")
     assert ".csv" in nearest("What is the biggest value of the 'score' column in results.csv?")
     assert "context" in nearest("What is the mean of context?")
     assert "capital letters" in nearest("Convert 'abc' to uppercase")
     assert "sub-agent" in nearest("Use rlm() on each part of context")
+    # What a task names besides words: a date, `n!`, a direction, two units.
+    assert "date" in nearest_code("Which day of the week is 3 June 2031?")
+    assert "factorial" in nearest_code("What is 9! / 7!?")
+    assert "reverse=True" in nearest_code("put 4, 9, 1 from biggest to smallest")
+    assert "_per_" in nearest_code("How many grams are in 3 pounds?")
+    assert "title()" in nearest_code("capitalise every word of 'big blue sea'")
     # Deterministic, nearest last, and never more than asked for.
     assert cookbook.closest("What is 5 + 5?", 3) == cookbook.closest("What is 5 + 5?", 3)
     assert len(cookbook.closest("anything", 2)) == 2
@@ -103,7 +112,15 @@ def test_examples_never_hold_the_task_itself() -> None:
 def test_the_default_local_model_has_its_own_profile() -> None:
     coder = profile_for("local/qwen2.5-coder-0.5b")
     assert coder is profiles.CODER and coder is not SMALL
-    assert coder.retry_fresh and coder.look is not None
+    assert coder.retry_fresh and coder.no_copies and coder.look is not None
+    # What its setup imports, the system prompt says (a model told nothing imports it again).
+    namespace: dict[str, object] = {}
+    exec(coder.setup, namespace)
+    assert {"calendar", "datetime", "date", "timedelta"} <= set(namespace)
+    system = coder.system(False, "")
+    assert "Already imported: calendar, csv, datetime, math, re, statistics; date, timedelta" in (
+        system
+    )
     assert "small model for offline work" in coder.give_up_hint
 
 
