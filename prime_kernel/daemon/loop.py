@@ -253,7 +253,7 @@ class AgentLoop:
             if not blocks:
                 return False
             for code in blocks:
-                if any(policy.same_code(code, example) for example in self.example_code):
+                if self.copied_example(code):
                     runs.append(policy.CellRun(code, policy.copied_example_text(), False))
                     break
                 runs.append(await self.execute(code))
@@ -267,6 +267,20 @@ class AgentLoop:
         (last,) = conversation.append(last)
         if self.profile.retry_fresh and not calls:
             self.note_failure(runs, notes, (message, last))
+        return True
+
+    def copied_example(self, code: str) -> bool:
+        """(profile.no_copies) Whether `code` copies a shown example's whole; if so, that
+        example is hidden from the model from now on, or it copies it again."""
+        task = self.live.record.prompt
+        if not any(policy.copies_example(code, e, task) for e in self.example_code):
+            return False
+        messages = self.live.conversation.messages
+        for i, m in enumerate(messages):
+            if m.get("name") == "example" and any(
+                policy.copies_example(code, e, task) for e in policy.code_blocks(m["content"])
+            ):
+                self.failed.extend(messages[i - 1 : i + 1])  # the example's task and code
         return True
 
     def note_failure(

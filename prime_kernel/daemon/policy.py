@@ -151,9 +151,24 @@ def without_failed_turns(
     return kept
 
 
-def same_code(a: str, b: str) -> bool:
-    """Whether two pieces of code are the same but for blank space."""
-    return a.split() == b.split()
+def copies_example(code: str, example: str, task: str) -> bool:
+    """Whether `code` is `example`'s code copied whole (but for blank space) while that code
+    holds a value the task does not name (the example's number or word): its answer would be
+    the example's. Generic code (`answer(max(context))`) may be copied: it is right as it is."""
+    if "".join(code.split()) != "".join(example.split()):
+        return False
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    values = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)]
+    return any(
+        isinstance(v, (int, float, str))
+        and not isinstance(v, bool)
+        and v not in (0, 1)  # in any code: range(1, n), [::-1]
+        and str(v) not in task
+        for v in values
+    )
 
 
 def copied_example_text() -> str:

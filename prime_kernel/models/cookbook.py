@@ -96,8 +96,6 @@ EXAMPLES: tuple[Example, ...] = (
     ),
     (
         "Convert 3 yards 2 feet to metres.",
-        # The exact factors a user asks for most, where a small model misremembers them.
-        "# 1 inch = 2.54 cm, 1 mile = 1.609344 km, 1 kg = 2.20462 lb, 1 gallon = 3.785 litres\n"
         "feet_per_yard = 3\ninches_per_foot = 12\ncm_per_inch = 2.54\n"
         "inches = (3 * feet_per_yard + 2) * inches_per_foot\nanswer(inches * cm_per_inch / 100)",
     ),
@@ -182,9 +180,9 @@ EXAMPLES: tuple[Example, ...] = (
         "answer(sum(1 for row in context if row['colour'] == 'red'))",
     ),
     (
-        "Which team appears most often in context?",
+        "Which city appears most often in context?",
         "from collections import Counter\n"
-        "answer(Counter(row['team'] for row in context).most_common(1)[0][0])",
+        "answer(Counter(row['city'] for row in context).most_common(1)[0][0])",
     ),
     # a long text or table in `context`: computed over, never printed
     (

@@ -193,3 +193,7 @@ async def test_the_coder_profile_refuses_an_example_copied_whole(
     cells = await daemon.store.events(result["id"], kinds=["cell"])
     assert [c["data"]["code"] for c in cells[1:]] == ["answer('notebook'[::-1])"]
     assert policy.copied_example_text() in sent[1][-2]["content"]
+    # ... and no longer shown the example it copied, the others still.
+    shown = [m["content"] for m in sent[1] if m.get("name") == "example"]
+    assert len(shown) == 2 * (profiles.CODER_EXAMPLES - 1)
+    assert not any(copied in text for text in shown)

@@ -118,3 +118,12 @@ def test_a_failed_turn_is_left_out_of_a_clean_retry() -> None:
     # A later turn that went well: the failed one stays out, with nothing more to say.
     later = [*messages, {"role": "assistant", "content": "..."}, {"role": "user", "content": "2"}]
     assert policy.without_failed_turns(later, failed, "") == [task, ok_reply, ok_output, *later[5:]]
+
+
+def test_an_example_copied_whole_is_refused_only_where_its_values_are_not_the_tasks() -> None:
+    example = "answer('jupyter'[::-1])"
+    assert policy.copies_example("answer( 'jupyter'[::-1] )", example, "Reverse 'notebook'.")
+    # The task's own values, or code with no values: the copy is right as it is.
+    assert not policy.copies_example(example, example, "Reverse 'jupyter', please.")
+    assert not policy.copies_example("answer(max(context))", "answer(max(context))", "Max?")
+    assert not policy.copies_example("answer('notebook'[::-1])", example, "Reverse 'notebook'.")
