@@ -309,7 +309,10 @@ class AgentLoop:
                 "times without answering"
             )
         notes = []
-        hint = policy.error_hint(runs[-1].text) if profile.error_hints and self.retry else None
+        last = runs[-1]
+        hint = (
+            policy.error_hint(last.text, last.code) if profile.error_hints and self.retry else None
+        )
         if hint:
             notes.append(hint)
         if repeated:

@@ -127,8 +127,16 @@ _HINTS = (
 )
 
 
-def error_hint(text: str) -> str | None:
-    """A one-line fix for a common error in an observation, if it has one."""
+_FILE_AS_NAME = re.compile(r"NameError: name '(\w+)' is not defined")
+
+
+def error_hint(text: str, code: str = "") -> str | None:
+    """A one-line fix for a common error in an observation (of `code`), if it has one."""
+    # `numbers.txt.read()`: a file's name written as if it were a variable.
+    if (m := _FILE_AS_NAME.search(text)) and (
+        file := re.search(rf"\b{m[1]}\.(?:csv|tsv|txt|json|jsonl|log)\b", code)
+    ):
+        return f"{file[0]} is a file, not a variable: read it with open('{file[0]}')."
     for pattern, hint in _HINTS:
         if m := pattern.search(text):
             return hint.format(*m.groups())

@@ -91,6 +91,10 @@ def test_error_hints_name_the_fix() -> None:
     )
     hint = policy.error_hint("NameError: name 'notebook' is not defined")
     assert hint and "'notebook' in quotes" in hint
+    # A file's name written as a variable: the hint names the file.
+    code = "answer(sum(int(x) for x in numbers.txt.split(';')))"
+    hint = policy.error_hint("NameError: name 'numbers' is not defined", code)
+    assert hint == "numbers.txt is a file, not a variable: read it with open('numbers.txt')."
     hint = policy.error_hint("FileNotFoundError: [Errno 2] No such file or directory: 'orders.csv'")
     assert hint and "'orders.csv'" in hint
     assert "first row" in (policy.error_hint("KeyError: 'name'") or "")
