@@ -95,17 +95,17 @@ def kernel_pid(daemon: Any, runner: Any, gateway: Gateway | None) -> int | None:
 
 
 async def drain_pool(daemon: Any) -> None:
-    daemon.pool.size = 0
-    await asyncio.gather(*daemon.pool._tasks, return_exceptions=True)
-    while not daemon.pool._ready.empty():
-        await daemon.pool.discard(daemon.pool._ready.get_nowait())
+    daemon.custody.pool.size = 0
+    await asyncio.gather(*daemon.custody.pool._tasks, return_exceptions=True)
+    while not daemon.custody.pool._ready.empty():
+        await daemon.custody.pool.discard(daemon.custody.pool._ready.get_nowait())
 
 
 async def refill_pool(daemon: Any, size: int, timeout: float = 300) -> None:
-    daemon.pool.size = size
-    daemon.pool.fill()
+    daemon.custody.pool.size = size
+    daemon.custody.pool.fill()
     deadline = time.monotonic() + timeout
-    while daemon.pool.ready < size:
+    while daemon.custody.pool.ready < size:
         if time.monotonic() > deadline:
             raise TimeoutError("the warm pool did not fill")
         await asyncio.sleep(0.05)
@@ -133,19 +133,21 @@ async def measure(app: Any, args: argparse.Namespace, gateway: Gateway | None) -
     kid = await km.start_kernel(kernel_name="prime-agent")
     nb = KernelRunner(km, kid)
     await nb.start()
-    pool_size = daemon.pool_size
+    pool_size = daemon.custody.pool_size
     out: dict[str, Any] = {"load": {"start": load()}}
     await refill_pool(daemon, pool_size)
 
     # Child kernel ready with the pool exhausted: every start pays the whole launch.
     await drain_pool(daemon)
-    await daemon.pool.discard(await daemon.pool.start_kernel())  # warm (a template starts)
+    await daemon.custody.pool.discard(
+        await daemon.custody.pool.start_kernel()
+    )  # warm (a template starts)
     starts = []
     for _ in range(args.starts):
         t = time.perf_counter()
-        runner = await daemon.pool.start_kernel()
+        runner = await daemon.custody.pool.start_kernel()
         starts.append(time.perf_counter() - t)
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
     out["start_p50"], out["start_p95"] = statistics.median(starts), p95(starts)
     ready = []
     for _ in range(args.starts):
@@ -161,7 +163,7 @@ async def measure(app: Any, args: argparse.Namespace, gateway: Gateway | None) -
     out["load"]["starts"] = load()
 
     # Memory of idle kernels (no cell run yet beyond the start).
-    idle = [await daemon.pool.start_kernel() for _ in range(args.idle)]
+    idle = [await daemon.custody.pool.start_kernel() for _ in range(args.idle)]
     await asyncio.sleep(2)
     per_kernel = []
     for runner in idle:
@@ -182,7 +184,7 @@ async def measure(app: Any, args: argparse.Namespace, gateway: Gateway | None) -
         else None
     )
     for runner in idle:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
     # Fan-out at the default pool size.
     await refill_pool(daemon, pool_size)

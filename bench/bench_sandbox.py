@@ -28,17 +28,17 @@ from prime_kernel.cli.headless import serve
 async def start_once(daemon: Any, sandbox: Any, mode: str) -> float:
     sandbox.mode = mode
     t = time.perf_counter()
-    runner = await daemon.pool.start_kernel()
+    runner = await daemon.custody.pool.start_kernel()
     elapsed = time.perf_counter() - t
     km = daemon.kernel_manager.get_kernel(runner.kernel_id)
     assert km.provisioner.sandboxed == (mode == "bwrap"), mode
-    await daemon.pool.discard(runner)
+    await daemon.custody.pool.discard(runner)
     return elapsed
 
 
 async def round_trips(daemon: Any, sandbox: Any, mode: str, n: int) -> list[float]:
     sandbox.mode = mode
-    runner = await daemon.pool.start_kernel()
+    runner = await daemon.custody.pool.start_kernel()
     for _ in range(20):  # warm up
         await runner.execute("1+1")
     out = []
@@ -46,7 +46,7 @@ async def round_trips(daemon: Any, sandbox: Any, mode: str, n: int) -> list[floa
         t = time.perf_counter()
         await runner.execute("1+1")
         out.append(time.perf_counter() - t)
-    await daemon.pool.discard(runner)
+    await daemon.custody.pool.discard(runner)
     return out
 
 

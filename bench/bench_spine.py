@@ -60,7 +60,7 @@ async def bare_floor(starts: int, executes: int) -> dict[str, float]:
 
 async def wait_pool(daemon: Any, n: int, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
-    while daemon.pool._ready.qsize() < n:
+    while daemon.custody.pool._ready.qsize() < n:
         if time.monotonic() > deadline:
             raise TimeoutError("the warm pool did not fill")
         await asyncio.sleep(0.05)
@@ -104,7 +104,7 @@ async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     # rlm() -> handle, measured where the user sees it: inside the calling kernel. Isolated:
     # one call at a time, each child finished first. Burst: calls back to back while the
     # earlier children start kernels and run on the same two cores.
-    await wait_pool(daemon, daemon.pool_size)
+    await wait_pool(daemon, daemon.custody.pool_size)
     code = (
         "import time\nts = []\nhs = []\n"
         f"for _ in range({args.handles}):\n"
@@ -115,7 +115,7 @@ async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
         "print(ts)"
     )
     for label, wait in (("isolated", "hs[-1].result()"), ("burst", "pass")):
-        await wait_pool(daemon, daemon.pool_size)
+        await wait_pool(daemon, daemon.custody.pool_size)
         res = await nb.execute(code.replace("{wait}", wait), timeout=600)
         times = json.loads(res.outputs[0]["text"])
         await nb.execute("rlm.gather(*hs)", timeout=600)
@@ -123,12 +123,12 @@ async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
         results[f"handle_{label}_p95"] = p95(times)
 
     results["ready_warm"] = median(await child_ready(daemon, nb, answer_now, args.children, True))
-    daemon.pool.size = 0
-    while not daemon.pool._ready.empty():
-        await daemon.pool.discard(daemon.pool._ready.get_nowait())
+    daemon.custody.pool.size = 0
+    while not daemon.custody.pool._ready.empty():
+        await daemon.custody.pool.discard(daemon.custody.pool._ready.get_nowait())
     results["ready_cold"] = median(await child_ready(daemon, nb, answer_now, args.children, False))
-    daemon.pool.size = daemon.pool_size
-    daemon.pool.fill()
+    daemon.custody.pool.size = daemon.custody.pool_size
+    daemon.custody.pool.fill()
 
     # One agent turn: model call + run `1+1` + record, from consecutive observations.
     record = await daemon.create_session("turns", model=turns, max_turns=args.turns + 2)

@@ -195,7 +195,7 @@ function consoleAction(app: JupyterFrontEnd, options: ISessionCommandsOptions): 
       return reason ? noConsole(reason, trans) : trans.__("Attach a console to this agent's kernel (co-work in its namespace)");
     },
     icon: consoleIcon,
-    // An ended root keeps its kernel a while for co-working (Daemon.keep_root_kernel);
+    // An ended root keeps its kernel a while for co-working (KernelCustody.keep_root_kernel);
     // the session's `kernel_alive` says whether it still runs.
     enabled: s => consoleUnavailable(s) === null,
     run: s => openConsole(app, options, s)

@@ -171,7 +171,7 @@ async def start_daemon(app: Any) -> Any:
     except Exception as e:  # as jupyter_server does: logged; prime_unavailable says why
         app.log.error(e)
     daemon = app.web_app.settings.get("prime_daemon")
-    if daemon is None or daemon.pool is None:
+    if daemon is None or not daemon.started:
         error = app.web_app.settings.get("prime_unavailable")
         raise CLIError(error.message if error else "the daemon did not start", exit_code=1)
     return daemon

@@ -9,9 +9,12 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import CLIError
+
+if TYPE_CHECKING:
+    from traitlets.config import Configurable
 
 # -- budgets (the same forms the panel's New agent form takes: labextension/src/model.ts) -------
 _COUNT = re.compile(r"^([+-]?\d+(?:\.\d+)?)([kKmM]?)$")
@@ -127,35 +130,41 @@ def config_argv(pairs: list[str]) -> list[str]:
     for pair in pairs:
         if not _SETTING.match(pair):
             raise CLIError(
-                f"--config wants Class.trait=VALUE (e.g. Daemon.pool_size=0), not {pair!r}"
+                f"--config wants Class.trait=VALUE (e.g. KernelCustody.pool_size=0), not {pair!r}"
             )
     return [f"--{pair}" for pair in pairs]
 
 
 def check_daemon_settings(pairs: list[str]) -> None:
-    """The Daemon's settings among `pairs`: the name exists and the value parses, so a typo
-    is one line, not a server's usage."""
+    """The settings among `pairs` of the Daemon and of the services it builds: the name exists
+    and the value parses, so a typo is one line, not a server's usage. A setting that moved
+    off the Daemon (`Daemon.pool_size`) is checked where it lives now."""
+    from ..daemon.daemon import MOVED, SERVICES
+
+    classes = {cls.__name__: cls for cls in SERVICES}
     for pair in pairs:
         m = _SETTING.match(pair)
-        if m and m.group(1) == "Daemon":
-            _check_daemon_setting(m.group(2), m.group(3))
+        if m is None:
+            continue
+        given, name, value = m.groups()
+        cls = classes.get(MOVED.get(name, given) if given == "Daemon" else given)
+        if cls is not None:
+            _check_setting(cls, given, name, value)
 
 
-def _check_daemon_setting(name: str, value: str) -> None:
+def _check_setting(cls: type[Configurable], given: str, name: str, value: str) -> None:
     from traitlets import TraitError
 
-    from ..daemon.daemon import Daemon
-
-    trait = Daemon.class_traits(config=True).get(name)
+    trait = cls.class_traits(config=True).get(name)
     if trait is None:
-        raise CLIError(f"--config Daemon.{name}: the Daemon has no setting {name!r}")
+        raise CLIError(f"--config {given}.{name}: the {given} has no setting {name!r}")
     validate = getattr(trait, "validate", None)  # what a trait type checks beyond parsing
     try:
         parsed = trait.from_string(value)
         if validate is not None:
             validate(None, parsed)
     except (TraitError, ValueError, SyntaxError):
-        raise CLIError(f"--config Daemon.{name} wants {trait.info()}, not {value!r}") from None
+        raise CLIError(f"--config {given}.{name} wants {trait.info()}, not {value!r}") from None
 
 
 # -- the model ----------------------------------------------------------------------------------

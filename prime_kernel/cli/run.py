@@ -124,7 +124,7 @@ def add_commands(sub: Any) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a setting of the server `run` starts, e.g. Daemon.pool_size=0 (repeatable)",
+        help="a setting of the server `run` starts, e.g. KernelCustody.pool_size=0 (repeatable)",
     )
     p.set_defaults(func=cmd_run)
 
@@ -302,7 +302,7 @@ def _headless(args: argparse.Namespace, root: Path, job: Job) -> int:
     # one warm kernel is enough for a single agent and leaves the CPU to its model.
     # A setting given with --config wins (traitlets refuses one given twice).
     given = {arg.partition("=")[0] for arg in job.server_argv}
-    defaults = ["--Daemon.auto_resume=False", "--Daemon.pool_size=1"]
+    defaults = ["--Daemon.auto_resume=False", "--KernelCustody.pool_size=1"]
     argv = [*(d for d in defaults if d.partition("=")[0] not in given), *job.server_argv]
     try:
         with quiet_process(log) as terminal:

@@ -25,7 +25,6 @@ import json
 import os
 import pickle
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -54,17 +53,19 @@ from ..protocol.errors import (
 from ..protocol.events import EventKind
 from ..protocol.states import TERMINAL, SessionKind, SessionState
 from ..util.files import new_id
+from ..util.moved import relocate
 from ..util.redact import Scrubber, daemon_secrets
 from . import usage as usage_mod
 from .accounting import Accounting
 from .autonomy import Autonomy
 from .collector import Collector
 from .compaction import compact_if_needed
+from .custody import KernelCustody
 from .disk import DiskSpace
 from .events import DeltaListener, EventLog, Listener
 from .gateway import GatewayLauncher
 from .goals import Goals
-from .kernels import CellResult, KernelPool, KernelRunner
+from .kernels import CellResult
 from .launcher import KernelLauncher, LocalLauncher
 from .learning import Learner
 from .lifecycle import Lifecycle
@@ -87,6 +88,28 @@ from .streaming import ReplyStream
 from .tokens import TokenRegistry
 
 DEFAULT_MODEL = local.MODEL
+
+# Settings that moved off the Daemon to the service that reads them: `c.Daemon.<name>` still
+# works this release, with a warning (util/moved.py).
+MOVED = {
+    name: new_cls
+    for new_cls, names in {
+        "KernelCustody": (
+            "pool_size",
+            "kernels_ahead",
+            "kernel_start_timeout",
+            "kernel_poll_interval",
+            "cell_timeout",
+            "interrupt_grace",
+            "max_cell_output_bytes",
+            "max_kernel_restarts",
+            "keep_root_kernel",
+            "max_kept_kernels",
+            "prune_children_kernels",
+        ),
+    }.items()
+    for name in names
+}
 
 _current: Daemon | None = None
 
@@ -113,32 +136,7 @@ class Daemon(LoggingConfigurable):
     )
     max_depth = Int(3, config=True, help="Deepest rlm() nesting allowed (a root is depth 0).")
     max_concurrent = Int(4, config=True, help="Sessions taking turns at once; the rest queue.")
-    pool_size = Int(2, config=True, help="Warm kernels kept ready for new sessions (0 = none).")
-    kernels_ahead = Int(
-        4,
-        config=True,
-        help="Kernels started ahead, beyond pool_size, for sessions waiting for a slot (a "
-        "fan-out's queued children), so that each finds one ready when its turn comes.",
-    )
     max_turns = Int(20, config=True, help="Default limit of model turns per session.")
-    cell_timeout = Float(
-        600.0, config=True, help="Seconds a cell may run before it is interrupted."
-    )
-    interrupt_grace = Float(
-        5.0,
-        config=True,
-        help="Seconds an interrupted cell has to stop before its kernel is terminated "
-        "(SIGTERM, then SIGKILL) and replaced by a fresh one restored from the latest snapshot.",
-    )
-    kernel_poll_interval = Float(
-        0.5, config=True, help="Seconds between checks that a running cell's kernel is alive."
-    )
-    max_kernel_restarts = Int(
-        3,
-        config=True,
-        help="Kernel deaths (or kills) one session survives; after that it fails. 0: fail on "
-        "the first.",
-    )
     model_timeout = Float(
         600.0,
         config=True,
@@ -147,28 +145,8 @@ class Daemon(LoggingConfigurable):
     observation_chars = Int(
         8000, config=True, help="Characters of cell output shown to the model per cell."
     )
-    max_cell_output_bytes = Int(
-        10_000_000, config=True, help="Bytes of output stored per cell; the rest is counted."
-    )
-    kernel_start_timeout = Float(
-        120.0, config=True, help="Seconds a new kernel may take to answer before it is retried."
-    )
-    keep_root_kernel = Float(
-        3600.0,
-        config=True,
-        help="Seconds a root session's kernel stays up after it ends (for co-working).",
-    )
-    max_kept_kernels = Int(
-        4,
-        config=True,
-        help="Ended root sessions whose kernels are kept for co-working at once; the least "
-        "recently ended beyond this are shut down.",
-    )
     model_kwargs = Instance(
         dict, kw={}, config=True, help="Extra keyword arguments for every litellm completion."
-    )
-    prune_children_kernels = Bool(
-        True, config=True, help="Shut a child's kernel down as soon as the child ends."
     )
     default_budget = Instance(
         dict,
@@ -297,7 +275,10 @@ class Daemon(LoggingConfigurable):
         return str(Path(self.root_dir) / ".prime")
 
     def __init__(self, **kwargs: Any) -> None:
+        moved = relocate("Daemon", MOVED, kwargs)
         super().__init__(**kwargs)
+        for note in moved:
+            self.log.warning(note)
         self.tokens = TokenRegistry()
         self.router: ModelRouter = self.router_class()
         self.router.timeout = self.model_timeout or None
@@ -311,28 +292,39 @@ class Daemon(LoggingConfigurable):
         self.store.redactor = lambda: self.scrubber.redactor(self.tokens.live_tokens())
         self.event_log = EventLog(self.store)
         self.accounting = Accounting(self.registry)
-        self.listing = Listing(
-            self.registry, self.accounting, self._kernel_alive, lambda: self.max_name_chars
-        )
         self.lifecycle = Lifecycle(self.registry, self.event_log, self.accounting)
         self.scheduler = Scheduler(self.max_concurrent)
-        self.collector = Collector(
-            store=self.store,
-            events=self.event_log,
-            run_silent=self.run_silent,
-            timeout=lambda: self.cell_timeout,
-            parent=self,
-        )
         self.snapshots = Snapshots(
             self.store,
             self.event_log,
-            lambda: self.cell_timeout,
+            lambda: self.custody.cell_timeout,
             cap=lambda: self.collector.snapshot_cap,
+        )
+        self.custody = KernelCustody(
+            registry=self.registry,
+            store=self.store,
+            events=self.event_log,
+            lifecycle=self.lifecycle,
+            tokens=self.tokens,
+            snapshots=self.snapshots,
+            spawn=self.spawn,
+            on_user_cell=self._on_user_cell,
+            parent=self,
+        )
+        self.listing = Listing(
+            self.registry, self.accounting, self.custody.alive, lambda: self.max_name_chars
+        )
+        self.collector = Collector(
+            store=self.store,
+            events=self.event_log,
+            run_silent=self.custody.run_silent,
+            timeout=lambda: self.custody.cell_timeout,
+            parent=self,
         )
         self.passivation = Passivation(
             self.lifecycle,
             self.snapshots,
-            self.release_kernel,
+            self.custody.release,
             lambda: self.idle_timeout,
             self.spawn,
             before_save=lambda live: self.collector.auto_spill(live, "passivation"),
@@ -344,7 +336,7 @@ class Daemon(LoggingConfigurable):
         self.autonomy = Autonomy(
             accounting=self.accounting,
             events=self.event_log,
-            run_silent=self.run_silent,
+            run_silent=self.custody.run_silent,
             record_answer=self.record_answer,
             workdir=lambda: str(Path(self.root_dir).resolve()),
             parent=self,
@@ -378,13 +370,11 @@ class Daemon(LoggingConfigurable):
         self.replays = Replays(self.store, self.registry)
         self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
         self.launcher: KernelLauncher | None = None
-        self.pool: KernelPool | None = None
         self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
         # An id of this daemon's run: list cursors (`changed_after`) are only valid within it.
         self.epoch = new_id()
         self._background: set[asyncio.Task[Any]] = set()
         self._notebook_locks: dict[str, asyncio.Lock] = {}
-        self._kept: OrderedDict[str, asyncio.Task[None]] = OrderedDict()
         self._opened = False
         # Set when stop() begins: the server refuses requests from then on.
         self.stopping = False
@@ -398,7 +388,7 @@ class Daemon(LoggingConfigurable):
         lc.on(SessionState.IDLE, self.passivation.entered_idle)
         lc.on(SessionState.IDLE, self._wake_if_mail)
         lc.on(frozenset({SessionState.RUNNING, *TERMINAL}), self.passivation.cancel_timer)
-        lc.on(TERMINAL, self._ended)
+        lc.on(TERMINAL, self.custody.session_ended)
         lc.on(TERMINAL, self.schedules.session_ended)
         lc.on(SessionState.FAILED, self.refiner.session_failed)
         lc.on(SessionState.DONE, self.learner.session_done)
@@ -434,22 +424,11 @@ class Daemon(LoggingConfigurable):
         self.launcher = self._make_launcher()
         await self.launcher.start()
         await self.recovery.reap_kernels(self.launcher)
-        self.pool = KernelPool(
-            self.launcher,
-            self.pool_size,
-            lambda: {"cwd": root},
-            demand=lambda: self.scheduler.waiting,
-            max_ahead=self.kernels_ahead,
-        )
-        self.scheduler.on_wait = self.pool.fill
-        self.pool.runner_kwargs = {
-            "max_output_bytes": self.max_cell_output_bytes,
-            "poll_interval": self.kernel_poll_interval,
-        }
-        self.pool.start_timeout = self.kernel_start_timeout
-        self.pool.on_start = self._kernel_started
         # The pool's first kernels (and the kernel template) start while litellm imports.
-        self.pool.fill()
+        pool = self.custody.start(
+            self.launcher, lambda: {"cwd": root}, demand=lambda: self.scheduler.waiting
+        )
+        self.scheduler.on_wait = pool.fill
         await self.router.ready()
         self.recovery.resume()
         self.schedules.start()  # after resume(): ticks go to the sessions it took back
@@ -461,7 +440,7 @@ class Daemon(LoggingConfigurable):
             "parent": self,
             "kernel_manager": self.kernel_manager,
             "kernel_name": self.kernel_name,
-            "start_timeout": self.kernel_start_timeout,
+            "start_timeout": self.custody.kernel_start_timeout,
         }
         if self.gateway_url:
             gateway = GatewayLauncher(
@@ -484,8 +463,7 @@ class Daemon(LoggingConfigurable):
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        if self.pool:
-            await self.pool.close()
+        await self.custody.close()
         if self.launcher:
             await self.launcher.stop()
         await self.router.close()
@@ -828,7 +806,7 @@ class Daemon(LoggingConfigurable):
                     live.restore_reason = (
                         "Your session was inactive: its kernel was shut down and a new one started."
                     )
-                await self._attach_kernel(live)
+                await self.custody.attach(live)
                 if live.restore_reason is not None:
                     await self.snapshots.restore(live, live.restore_reason)
                     live.restore_reason = None
@@ -876,7 +854,7 @@ class Daemon(LoggingConfigurable):
         turn, its REPL from its latest snapshot); a child fails, so that its parent's rlm()
         is not left waiting on it; a session that never started fails."""
         if live.runner is not None:
-            self.spawn(self.release_kernel(live), f"release-{live.id}")
+            self.spawn(self.custody.release(live), f"release-{live.id}")
         worked = live.state in (SessionState.RUNNING, SessionState.INACTIVE)
         if live.state.terminal or not worked or live.record.parent_id is not None:
             self._fail(live, error)
@@ -893,96 +871,6 @@ class Daemon(LoggingConfigurable):
     def _fail(self, live: LiveSession, error: str) -> None:
         if not live.state.terminal:
             self.lifecycle.change(live.record, SessionState.FAILED, error=error)
-
-    async def _attach_kernel(self, live: LiveSession) -> None:
-        assert self.pool is not None
-        runner = await self.pool.acquire()
-        live.runner = runner
-        runner.on_foreign_cell = lambda cell: self._on_user_cell(live, cell)
-        self.tokens.bind(runner.kernel_id, live.id)
-        live.record.update(kernel_id=runner.kernel_id)
-        self.store.record_kernel(runner.kernel_id, {"session_id": live.id})
-        if live.record.context_blob:
-            result = await runner.execute(
-                "import prime_kernel.kernel.primitives as __pk\n"
-                "context = __pk.load_context()\n"
-                "del __pk",
-                silent=True,
-                timeout=self.cell_timeout,
-            )
-            if result.status != "ok":
-                detail = render(result.outputs, status=result.status, limit=2000, timeout=0)
-                raise PrimeError(f"could not load the context in the child's REPL: {detail}")
-
-    def _kernel_started(self, runner: KernelRunner) -> None:
-        self.store.record_kernel(runner.kernel_id, runner.launcher.record(runner.kernel_id))
-
-    def _ended(self, record: SessionRecord, live: LiveSession | None, _: SessionState) -> None:
-        """A session reached a terminal state: its kernel goes, or is kept for co-working."""
-        if live is None or live.runner is None:
-            self.registry.live.pop(record.id, None)
-            return
-        runner = live.runner
-        keep = (record.parent_id is None or not self.prune_children_kernels) and (
-            self.keep_root_kernel > 0 and self.max_kept_kernels > 0 and not runner.busy
-        )
-        if not keep:
-            self.spawn(self.release_kernel(live), f"release-{record.id}")
-            return
-        live.last_active = time.monotonic()
-        self._kept[record.id] = self.spawn(self._keep(live), f"keep-{record.id}")
-        while len(self._kept) > self.max_kept_kernels:
-            _evicted, task = self._kept.popitem(last=False)
-            task.cancel()  # its wait ends at once and the kernel is released
-
-    async def _keep(self, live: LiveSession) -> None:
-        """Keep an ended root's kernel for co-working until it has been unused for
-        `keep_root_kernel` seconds (a person's cell in it counts as use)."""
-        # Cancelled: evicted from the kept kernels (or the daemon stops): release now.
-        with contextlib.suppress(asyncio.CancelledError):
-            while (left := live.last_active + self.keep_root_kernel - time.monotonic()) > 0:
-                await asyncio.sleep(left)
-        await self.release_kernel(live)
-
-    async def release_kernel(self, live: LiveSession) -> None:
-        self._kept.pop(live.id, None)
-        runner, live.runner = live.runner, None
-        if live.state.terminal:
-            self.registry.live.pop(live.id, None)
-        if runner is None:
-            return
-        self.tokens.revoke(runner.kernel_id)
-        self.store.forget_kernel(runner.kernel_id)
-        # Shielded: a shutdown cancelled halfway leaves the kernel manager in a state it
-        # cannot clean up.
-        await asyncio.shield(self._shutdown_kernel(runner))
-
-    async def _shutdown_kernel(self, runner: KernelRunner) -> None:
-        if runner.busy:
-            await runner.terminate(grace=1.0)  # a cell that ignores interrupts: stop it hard
-        await runner.stop()
-        with contextlib.suppress(Exception):
-            await runner.launcher.shutdown(runner.kernel_id)
-
-    def kernel_ended(self, kernel_id: str) -> None:
-        """A kernel was shut down outside the daemon (a person, in the Running panel): the
-        notebook session it stood for ends; an agent session's idle kernel is dropped (its
-        next run gets a new one, its REPL restored). A running cell sees the death itself."""
-        found = [lv for lv in self.live.values() if lv.record.kernel_id == kernel_id]
-        live = found[0] if found else None
-        if live is None or live.state.terminal:
-            return
-        if not live.record.is_agent:
-            self.tokens.revoke(kernel_id)
-            self.lifecycle.change(live.record, SessionState.DONE, reason="its kernel was shut down")
-            return
-        runner = live.runner
-        if runner is None or runner.kernel_id != kernel_id or runner.busy:
-            return
-        self.emit(live, EventKind.KERNEL, {"event": "gone", "detail": "shut down by a person"})
-        live.restore_reason = "Your kernel was shut down by a person and a new one was started."
-        self.spawn(self.release_kernel(live), f"gone-{live.id}")
-        live.record.update(kernel_id=None)
 
     def wake(self, live: LiveSession) -> None:
         """Start another run of an IDLE or INACTIVE agent's loop (a message arrived)."""
@@ -1032,6 +920,10 @@ class Daemon(LoggingConfigurable):
         self.spawn(check(), f"mail-{record.id}")
 
     # -- the LoopHost -----------------------------------------------------------------------
+    @property
+    def cell_timeout(self) -> float:
+        return self.custody.cell_timeout
+
     def supports_tools(self, model: str) -> bool:
         return self.router.supports_tools(model)
 
@@ -1174,8 +1066,8 @@ class Daemon(LoggingConfigurable):
         try:
             result = await runner.execute(
                 code,
-                timeout=self.cell_timeout,
-                interrupt_grace=self.interrupt_grace,
+                timeout=self.custody.cell_timeout,
+                interrupt_grace=self.custody.interrupt_grace,
                 names=True,
             )
         except asyncio.CancelledError:
@@ -1183,7 +1075,7 @@ class Daemon(LoggingConfigurable):
             # stopped the hard way when it is released (never kept for co-working).
             with contextlib.suppress(Exception):
                 await asyncio.shield(runner.interrupt())
-                await asyncio.shield(runner.settle(self.interrupt_grace))
+                await asyncio.shield(runner.settle(self.custody.interrupt_grace))
             self.emit(live, EventKind.CELL, CellResult(code=code, status="cancelled").to_json())
             self._release_held(live)
             raise
@@ -1194,7 +1086,7 @@ class Daemon(LoggingConfigurable):
         self._release_held(live)
         self._check_reach(result)
         if result.status in ("died", "killed"):
-            await self._replace_kernel(live, result)
+            await self.custody.replace(live, result)
         elif self._snapshot_due(live) and self.disk.full() is None:
             await self.snapshots.save(live, "turn")
         return result
@@ -1212,46 +1104,6 @@ class Daemon(LoggingConfigurable):
                     else ""
                 )
                 raise PrimeError(f"the session's kernel {out.get('evalue')}{where}")
-
-    async def run_silent(self, live: LiveSession, code: str, timeout: float) -> CellResult:
-        """A cell of the daemon's own (a gate, a spill) in the session's kernel: not recorded
-        as a cell; a kernel it kills is replaced as for an agent's cell."""
-        runner = live.runner
-        if runner is None:
-            raise PrimeError("the session has no kernel")
-        result = await runner.execute(
-            code, silent=True, timeout=timeout, interrupt_grace=self.interrupt_grace
-        )
-        if result.status in ("died", "killed"):
-            await self._replace_kernel(live, result)
-        return result
-
-    async def _replace_kernel(self, live: LiveSession, result: CellResult) -> None:
-        """The kernel died or would not stop: restart it and restore the REPL, or fail."""
-        runner = live.runner
-        assert runner is not None
-        restarts = int(live.record.options.get("kernel_restarts", 0)) + 1
-        live.record.update(options={**live.record.options, "kernel_restarts": restarts})
-        event = "died" if result.status == "died" else "killed"
-        detail = result.exit or "did not stop after an interrupt"
-        self.emit(live, EventKind.KERNEL, {"event": event, "detail": detail})
-        if restarts > self.max_kernel_restarts:
-            raise PrimeError(
-                f"the session's kernel {event} ({detail}) {restarts} times; the limit is "
-                f"{self.max_kernel_restarts} (c.Daemon.max_kernel_restarts)"
-            )
-        if runner.launcher.restartable(runner.kernel_id):
-            await runner.restart(timeout=self.kernel_start_timeout)
-            self._kernel_started(runner)
-        else:  # shut down by a person (the Running panel), or remote: a new kernel, a new id
-            await self.release_kernel(live)
-            await self._attach_kernel(live)
-        self.emit(live, EventKind.KERNEL, {"event": "restarted", "detail": "a fresh kernel"})
-        why = (
-            f"Your kernel {'died' if event == 'died' else 'was killed'} ({detail}) and a new "
-            "one was started."
-        )
-        await self.snapshots.restore(live, why)
 
     def _release_held(self, live: LiveSession) -> None:
         held, live.held = live.held or [], None
@@ -1445,10 +1297,6 @@ class Daemon(LoggingConfigurable):
     def session_json(self, session_id: str) -> dict[str, Any]:
         return self.listing.full(session_id)
 
-    def _kernel_alive(self, session_id: str) -> bool:
-        live = self.live.get(session_id)
-        return bool(live and live.runner is not None)
-
     def list_json(
         self,
         *,
@@ -1500,6 +1348,10 @@ class Daemon(LoggingConfigurable):
         if not self.can_reach(caller, session_id):
             self.registry.get(session_id)
             raise Forbidden(f"session {session_id} is not a descendant of session {caller.id}")
+
+
+# The classes whose settings a daemon reads: itself and the services it builds.
+SERVICES: tuple[type[LoggingConfigurable], ...] = (Daemon, KernelCustody)
 
 
 def _short(prompt: str, chars: int, words: int = 8) -> str:

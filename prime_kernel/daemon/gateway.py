@@ -306,7 +306,7 @@ class GatewayLauncher(KernelLauncher):
                 if "connecting" in (e.message or ""):
                     limit, trait = self.connect_timeout, "GatewayLauncher.connect_timeout"
                 elif timeout:  # a kernel start or restart
-                    limit, trait = timeout, "Daemon.kernel_start_timeout"
+                    limit, trait = timeout, "KernelCustody.kernel_start_timeout"
                 else:
                     limit, trait = self.request_timeout, "GatewayLauncher.request_timeout"
                 raise KernelsUnavailable(

@@ -55,8 +55,10 @@ class LoopHost(Protocol):
     """What the loop needs of the daemon."""
 
     observation_chars: int
-    cell_timeout: float
     max_turns: int
+
+    @property
+    def cell_timeout(self) -> float: ...
 
     def supports_tools(self, model: str) -> bool: ...
 

@@ -97,7 +97,7 @@ class Recovery:
                     asyncio.gather(*saving, return_exceptions=True), daemon.stop_snapshot_timeout
                 )
         await asyncio.gather(
-            *(daemon.release_kernel(lv) for lv in lives if lv.runner is not None),
+            *(daemon.custody.release(lv) for lv in lives if lv.runner is not None),
             return_exceptions=True,
         )
         # Notebook kernels end with the server (it shuts them down after its extensions): their

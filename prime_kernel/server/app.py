@@ -197,7 +197,7 @@ class PrimeApp(ExtensionApp):
 
     async def _kernel_action(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
         if data.get("action") == "shutdown" and self.daemon is not None:
-            self.daemon.kernel_ended(str(data.get("kernel_id")))
+            self.daemon.custody.kernel_ended(str(data.get("kernel_id")))
 
     def _emit(self, note: SessionEvent) -> None:
         assert self.serverapp is not None and self.serverapp.event_logger is not None

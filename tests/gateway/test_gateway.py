@@ -188,7 +188,7 @@ class TestSlowGateway:
         record = await state_of(daemon, sid, "FAILED", "DONE")
         assert record["state"] == "FAILED"
         assert "did not answer within 2 s" in record["error"], record["error"]
-        assert "c.Daemon.kernel_start_timeout sets that limit" in record["error"]
+        assert "c.KernelCustody.kernel_start_timeout sets that limit" in record["error"]
 
 
 class TestWrongToken:

@@ -33,7 +33,7 @@ async def test_at_most_max_kept_kernels_of_finished_roots_stay(daemon, jp_fetch)
     kept = _kept_roots(daemon)
     assert len(kept) == 4 and set(kept) <= set(ids[-8:])  # the most recently ended
     # Every other kernel is gone from the server: the kept four and the warm pool remain.
-    assert daemon.kernel_manager is not None and daemon.pool is not None
+    assert daemon.kernel_manager is not None and daemon.custody.pool is not None
     await wait_for(lambda: len(daemon.kernel_manager.list_kernel_ids()) <= 4 + 1, timeout=60)
 
 

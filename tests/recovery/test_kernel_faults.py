@@ -85,7 +85,7 @@ async def test_a_cell_that_ignores_interrupts_is_killed_and_the_session_goes_on(
 
 async def test_cancel_frees_a_kernel_that_ignores_interrupts(daemon, script, jp_fetch) -> None:
     spin = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
-    daemon.cell_timeout = 600.0  # only the cancel can stop it
+    daemon.custody.cell_timeout = 600.0  # only the cancel can stop it
     sid = await start_session(jp_fetch, "spin", model=script([{"code": spin}]))
     await wait_for(lambda: daemon.registry.get(sid).kernel_id is not None)
     runner = daemon.live[sid].runner

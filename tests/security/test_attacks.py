@@ -236,7 +236,7 @@ async def test_another_sessions_routes(
 
 async def test_a_pool_kernels_token_makes_no_phantom_session(prime_mode, daemon):
     # Stolen from inside a pool kernel that serves no session yet.
-    runner = await daemon.pool.start_kernel()
+    runner = await daemon.custody.pool.start_kernel()
     try:
         result = await runner.execute(
             RAW_REQUEST + "print(raw_request('GET', 'whoami')[0])\n"
@@ -247,7 +247,7 @@ async def test_a_pool_kernels_token_makes_no_phantom_session(prime_mode, daemon)
         assert daemon.tokens.kernel_for(token) == runner.kernel_id
         assert not [r for r in daemon.registry if not r.is_agent]
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 async def test_a_pickle_bomb_in_an_answer_runs_nothing(

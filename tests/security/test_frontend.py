@@ -51,9 +51,9 @@ async def test_a_notebook_and_a_console_on_an_agent_kernel(daemon, jp_fetch, jp_
     resp = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "prime-agent"}))
     kernel_id = json.loads(resp.body)["id"]
     assert await run_over_websocket(jp_ws_fetch, kernel_id, "6 * 7") == "42"
-    agent = await daemon.pool.start_kernel()
+    agent = await daemon.custody.pool.start_kernel()
     try:
         out = await run_over_websocket(jp_ws_fetch, agent.kernel_id, "import os; os.getpid()")
         assert out == "3"  # in its sandbox's PID namespace: bwrap's init, the placeholder, it
     finally:
-        await daemon.pool.discard(agent)
+        await daemon.custody.pool.discard(agent)

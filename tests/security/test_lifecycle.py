@@ -18,8 +18,8 @@ pytestmark = pytest.mark.parametrize("prime_mode", ["bwrap"], indirect=True)
 
 
 async def agent_kernel(daemon: Any) -> Any:
-    assert daemon.pool is not None
-    runner = await daemon.pool.start_kernel()
+    assert daemon.custody.pool is not None
+    runner = await daemon.custody.pool.start_kernel()
     km = daemon.kernel_manager.get_kernel(runner.kernel_id)
     assert km.provisioner.agent and km.provisioner.sandboxed
     return runner, km
@@ -49,7 +49,7 @@ async def test_interrupt_reaches_the_kernel_and_only_it(daemon):
         assert (await runner.execute("1 + 1")).outputs[0]["data"]["text/plain"] == "2"
         assert await km.is_alive()
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 async def test_interrupt_reaches_a_subprocess_of_the_kernel(daemon):
@@ -64,7 +64,7 @@ async def test_interrupt_reaches_a_subprocess_of_the_kernel(daemon):
         assert result.status == "error"
         assert await km.is_alive()
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 async def test_shutdown_ends_every_process_of_the_sandbox(daemon):
@@ -76,7 +76,7 @@ async def test_shutdown_ends_every_process_of_the_sandbox(daemon):
     bwrap = km.provisioner.pid
     inside = descendants(bwrap)
     assert len(inside) >= 3  # init, kernel, sleep
-    await daemon.pool.discard(runner)  # shutdown_kernel(now=True)
+    await daemon.custody.pool.discard(runner)  # shutdown_kernel(now=True)
     await wait_for(lambda: not any(alive(p) for p in [bwrap, *inside]), 10)
 
 
@@ -96,7 +96,7 @@ async def test_the_kernels_death_is_seen(daemon):
         await wait_for(lambda: not alive(bwrap), 10)
         assert not await km.is_alive()
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 async def test_killing_bwrap_from_outside_ends_the_sandbox(daemon):
@@ -108,7 +108,7 @@ async def test_killing_bwrap_from_outside_ends_the_sandbox(daemon):
         await wait_for(lambda: not any(alive(p) for p in [bwrap, *inside]), 10)
         assert not await km.is_alive()
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 async def test_output_of_forked_subprocesses_still_arrives(daemon):
@@ -122,7 +122,7 @@ async def test_output_of_forked_subprocesses_still_arrives(daemon):
         )
         assert "from the child" in "".join(o.get("text", "") for o in result.outputs)
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 async def test_a_restarted_agent_kernel_is_sandboxed_again(daemon):
@@ -142,7 +142,7 @@ async def test_a_restarted_agent_kernel_is_sandboxed_again(daemon):
         pids, own = ast.literal_eval(result.outputs[0]["data"]["text/plain"])
         assert own in pids and set(pids) <= {1, 2, 3}, pids
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 @pytest.mark.parametrize(
@@ -166,7 +166,7 @@ async def test_memory_and_cpu_limits(daemon, jp_serverapp):
         await wait_for(lambda: not alive(km.provisioner.pid), 30)
         assert not await km.is_alive()
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 @pytest.mark.parametrize(

@@ -66,7 +66,7 @@ def alive(pid: int) -> bool:
 
 
 async def forked_kernel(daemon: Any) -> tuple[Any, Any]:
-    runner = await daemon.pool.start_kernel()
+    runner = await daemon.custody.pool.start_kernel()
     km = daemon.kernel_manager.get_kernel(runner.kernel_id)
     assert isinstance(km.provisioner.process, ForkedProcess)
     return runner, km
@@ -87,7 +87,7 @@ async def test_a_forked_kernel_is_a_kernel_of_the_server(daemon, sandbox_mode, j
         kernels = json.loads((await jp_fetch("api", "kernels")).body)
         assert runner.kernel_id in {k["id"] for k in kernels}
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 async def test_a_forked_kernel_holds_no_descriptor_of_the_template(daemon, sandbox_mode):
@@ -111,7 +111,7 @@ async def test_a_forked_kernel_holds_no_descriptor_of_the_template(daemon, sandb
         # Without a sandbox, the one pidfd is the server's, which the kernel watches.
         assert len(pidfds) == (0 if sandbox_mode == "bwrap" else 1), fds
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 async def test_a_killed_kernel_is_seen_dead(daemon):
@@ -125,7 +125,7 @@ async def test_a_killed_kernel_is_seen_dead(daemon):
         assert not await km.is_alive()
         await wait_for(lambda: not alive(km.provisioner.pid), 10)
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 async def test_interrupt_and_restart(daemon):
@@ -144,7 +144,7 @@ async def test_interrupt_and_restart(daemon):
         result = await runner.execute("'x' in dir()")
         assert result.outputs[0]["data"]["text/plain"] == "False"  # a fresh REPL
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 async def test_a_killed_template_is_replaced_and_its_kernels_run_on(daemon):
@@ -161,7 +161,7 @@ async def test_a_killed_template_is_replaced_and_its_kernels_run_on(daemon):
         # ...new kernels come from the new one...
         other, other_km = await forked_kernel(daemon)
         assert processes()[other_km.provisioner.pid][0] == replacement.pid
-        await daemon.pool.discard(other)
+        await daemon.custody.pool.discard(other)
         # ...and the old kernel's death is still seen, though nobody can tell its status now.
         task = asyncio.ensure_future(runner.execute("import time\ntime.sleep(60)", timeout=60))
         await asyncio.sleep(1)
@@ -169,7 +169,7 @@ async def test_a_killed_template_is_replaced_and_its_kernels_run_on(daemon):
         result = await asyncio.wait_for(task, 20)
         assert result.status == "died" and result.exit == f"exit code {LOST}"
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 async def test_recovery_stops_forked_kernels_a_dead_daemon_left(daemon):
@@ -186,7 +186,7 @@ async def test_recovery_stops_forked_kernels_a_dead_daemon_left(daemon):
 
         await wait_for(seen_ended, 10)
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 @pytest.fixture
@@ -205,12 +205,12 @@ async def test_the_template_holds_no_secret(provider_key, daemon):
             environ = Path(f"/proc/{pid}/environ").read_bytes()
             assert provider_key.encode() not in environ
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)
 
 
 @pytest.mark.parametrize("fork", [False])
 async def test_without_a_template_kernels_start_from_their_command(daemon):
-    runner = await daemon.pool.start_kernel()
+    runner = await daemon.custody.pool.start_kernel()
     km = daemon.kernel_manager.get_kernel(runner.kernel_id)
     try:
         assert not isinstance(km.provisioner.process, ForkedProcess)
@@ -218,4 +218,4 @@ async def test_without_a_template_kernels_start_from_their_command(daemon):
         result = await runner.execute("6 * 7")
         assert result.outputs[0]["data"]["text/plain"] == "42"
     finally:
-        await daemon.pool.discard(runner)
+        await daemon.custody.pool.discard(runner)

@@ -30,16 +30,18 @@ async def test_kernels_start_ahead_for_sessions_waiting_for_a_slot(daemon, scrip
     quick = script([{"code": "answer('next')"}])
     first = await start_session(jp_fetch, "hold the only slot", model=busy)
     await wait_for(lambda: daemon.registry.get(first).state.value == "RUNNING", timeout=120)
-    assert daemon.pool.ready == 0  # pool_size 0: nothing kept warm while nobody waits
+    assert daemon.custody.pool.ready == 0  # pool_size 0: nothing kept warm while nobody waits
     queued = [await start_session(jp_fetch, f"wait {i}", model=quick) for i in range(3)]
     # Three wait for the slot: two kernels (kernels_ahead) start for them meanwhile.
-    await wait_for(lambda: daemon.pool.ready == 2, timeout=120)
+    await wait_for(lambda: daemon.custody.pool.ready == 2, timeout=120)
     assert daemon.registry.get(first).state.value == "RUNNING"
     for sid in [first, *queued]:
         await wait_for(lambda sid=sid: daemon.registry.get(sid).terminal, timeout=120)
         assert daemon.session_json(sid)["state"] == "DONE"
     # Nobody waits any more: no kernel is left in the pool (its size is 0).
-    await wait_for(lambda: daemon.pool.ready == 0 and daemon.pool.target == 0, timeout=60)
+    await wait_for(
+        lambda: daemon.custody.pool.ready == 0 and daemon.custody.pool.target == 0, timeout=60
+    )
 
 
 async def test_a_turn_that_ends_its_session_takes_no_snapshot(daemon, script, jp_fetch):

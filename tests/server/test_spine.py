@@ -142,7 +142,9 @@ async def test_bad_input_errors_in_the_calling_cell(daemon, user_kernel, script,
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     nb = await user_kernel()
     # Once the warm pool has filled (in the background, since the daemon started).
-    await wait_for(lambda: len(daemon.kernel_manager.list_kernel_ids()) == 1 + daemon.pool_size)
+    await wait_for(
+        lambda: len(daemon.kernel_manager.list_kernel_ids()) == 1 + daemon.custody.pool_size
+    )
     kernels_before = len(daemon.kernel_manager.list_kernel_ids())
 
     async def error_of(code: str) -> str:

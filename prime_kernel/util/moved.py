@@ -1,0 +1,67 @@
+"""Settings that moved to another class, kept working under their old name for one release.
+
+A setting lives on the class that reads it (`c.KernelCustody.pool_size`, not
+`c.Daemon.pool_size`). When one moves, its old spelling keeps working for a release, with a
+warning, as jupyter_server did when settings moved off `NotebookApp` and `ServerApp`
+(`ServerApp._warn_deprecated_config`): a value given under the old name is copied to the new
+one unless the new one is given too, and then the new one wins.
+
+`relocate` is the one mechanism: the class that lost the settings calls it on its constructor's
+keyword arguments, before traitlets reads its config, with a table of `{name: new class}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from traitlets.config import Config
+
+
+def relocate(owner: str, moved: Mapping[str, str], kwargs: dict[str, Any]) -> list[str]:
+    """Move the settings `moved` names from `owner` to their new classes, in place in `kwargs`
+    (a Configurable's constructor arguments); the warnings to log, one per moved setting.
+
+    Both spellings are read: `c.<owner>.<name>` in the config (the parent's, if `kwargs` gives
+    none) and `<owner>(<name>=...)`. The config is copied, never changed where it came from,
+    and handed on in `kwargs["config"]`, so the classes the owner builds (`parent=owner`)
+    read the settings where they live now.
+    """
+    given = kwargs.get("config")
+    parent = kwargs.get("parent")
+    if given is None and parent is not None:
+        given = parent.config
+    old_section = given.get(owner) if isinstance(given, Config) else None
+    in_config = [n for n in moved if isinstance(old_section, Config) and n in old_section]
+    in_kwargs = [n for n in moved if n in kwargs]
+    if not in_config and not in_kwargs:
+        return []
+    # Copied two levels deep: the sections we touch are ours, the values are shared.
+    config = Config()
+    for section, values in (given or Config()).items():
+        config[section] = Config(values) if isinstance(values, Config) else values
+    notes = []
+    for name in in_config:
+        new_cls = moved[name]
+        value = config[owner].pop(name)
+        target = config[new_cls]
+        if name not in target:
+            target[name] = value
+            notes.append(
+                f"c.{owner}.{name} is deprecated: use c.{new_cls}.{name} "
+                "(the old name goes in the next release)"
+            )
+        elif target[name] != value:
+            notes.append(
+                f"c.{owner}.{name} is deprecated and ignored: c.{new_cls}.{name} is set too, "
+                "and wins"
+            )
+    for name in in_kwargs:
+        new_cls = moved[name]
+        config[new_cls][name] = kwargs.pop(name)  # an argument beats the config, as before
+        notes.append(
+            f"{owner}({name}=...) is deprecated: set c.{new_cls}.{name} "
+            "(the old name goes in the next release)"
+        )
+    kwargs["config"] = config
+    return notes

@@ -1,0 +1,60 @@
+"""Settings that moved keep working under their old name for one release: copied to the new
+class with a warning, the new name winning when both are given, the given config untouched."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from traitlets import Int
+from traitlets.config import Config, LoggingConfigurable
+
+from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.util.moved import relocate
+
+
+class Old(LoggingConfigurable):
+    def __init__(self, **kwargs: object) -> None:
+        self.notes = relocate("Old", {"size": "New"}, kwargs)
+        super().__init__(**kwargs)
+        self.new = New(parent=self)
+
+
+class New(LoggingConfigurable):
+    size = Int(1, config=True)
+
+
+def test_an_old_name_in_the_config_reaches_the_new_class_with_a_warning() -> None:
+    given = Config({"Old": {"size": 5}})
+    old = Old(config=given)
+    assert old.new.size == 5
+    assert old.notes == [
+        "c.Old.size is deprecated: use c.New.size (the old name goes in the next release)"
+    ]
+    assert given == Config({"Old": {"size": 5}})  # read, not changed
+
+
+def test_the_new_name_wins_over_the_old_one() -> None:
+    old = Old(config=Config({"Old": {"size": 5}, "New": {"size": 7}}))
+    assert old.new.size == 7
+    assert "ignored: c.New.size is set too, and wins" in old.notes[0]
+    same = Old(config=Config({"Old": {"size": 7}, "New": {"size": 7}}))
+    assert same.notes == []
+
+
+def test_an_old_keyword_argument_and_the_parents_config() -> None:
+    assert Old(size=3).new.size == 3
+    parent = LoggingConfigurable(config=Config({"Old": {"size": 4}}))
+    assert Old(parent=parent).new.size == 4
+    assert Old().notes == [] and Old().new.size == 1
+
+
+def test_the_daemons_moved_settings(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    config = Config({"Daemon": {"pool_size": 0, "max_depth": 2}})
+    with caplog.at_level(logging.WARNING):
+        daemon = Daemon(root_dir=str(tmp_path), config=config, cell_timeout=9.0)
+    assert daemon.custody.pool_size == 0 and daemon.custody.cell_timeout == 9.0
+    assert daemon.max_depth == 2  # not moved: still the Daemon's
+    assert "c.Daemon.pool_size is deprecated: use c.KernelCustody.pool_size" in caplog.text
+    assert "Daemon(cell_timeout=...) is deprecated" in caplog.text
