@@ -40,6 +40,7 @@ from prime_kernel.cli.headless import serve, start_daemon
 from prime_kernel.daemon.compaction import SUMMARY_INSTRUCTION
 from prime_kernel.daemon.loop import AgentLoop
 from prime_kernel.models import scripted
+from prime_kernel.protocol.requests import SessionRequest
 from prime_kernel.util.format import fmt_usage
 
 PRICED_AS = {"openai": "openai/gpt-4o", "anthropic": "anthropic/claude-sonnet-4-5"}
@@ -118,7 +119,7 @@ def register(style: str, turns: int) -> str:
 async def session(app: Any, model: str, turns: int) -> tuple[list[dict[str, Any]], str]:
     """The session's model calls, and its usage as `prime-agent show` prints it."""
     daemon = app.web_app.settings["prime_daemon"]
-    record = await daemon.create_session(TASK, model=model, max_turns=turns + 2)
+    record = await daemon.create_session(SessionRequest(TASK, model=model, max_turns=turns + 2))
     final = await daemon.wait(record["id"], 900)
     if final["state"] != "DONE":
         raise RuntimeError(f"the session ended {final['state']}: {final.get('error')}")

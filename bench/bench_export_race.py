@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prime_kernel.cli.headless import serve
 from prime_kernel.models import scripted
+from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import RAW_REQUEST
 from tests.security.test_boundary import RACE
 
@@ -36,7 +37,7 @@ async def main(args: argparse.Namespace, app: Any, outside: Path) -> None:
         "race", [{"code": code}, {"code": "import json\nanswer(json.dumps(found))"}]
     )
     started = time.perf_counter()
-    record = await daemon.create_session("race", model=model)
+    record = await daemon.create_session(SessionRequest("race", model=model))
     done = await daemon.wait(record["id"], None)
     elapsed = time.perf_counter() - started
     if done["state"] != "DONE":

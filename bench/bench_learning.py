@@ -50,6 +50,7 @@ from local_tasks import check
 from prime_kernel.cli.headless import serve
 from prime_kernel.harness import refine as proposals
 from prime_kernel.models.local import MODEL as DEFAULT_MODEL
+from prime_kernel.protocol.requests import SessionRequest
 
 CHECKER = "checker bench_learning"
 # Generous wall time, so that no answer depends on how busy the machine was (a profile's own
@@ -68,7 +69,9 @@ async def run_task(daemon: Any, task: Task, model: str) -> dict[str, Any]:
         ctype = type(task.context).__name__
     start = time.perf_counter()
     record = await daemon.create_session(
-        task.prompt, model=model, context_blob=blob, context_type=ctype, budget=BUDGET
+        SessionRequest(
+            task.prompt, model=model, context_blob=blob, context_type=ctype, budget=BUDGET
+        )
     )
     sid = record["id"]
     result = await daemon.wait(sid, None)

@@ -38,6 +38,7 @@ from prime_kernel.cli import inputs
 from prime_kernel.cli.headless import serve
 from prime_kernel.cli.run import DEFAULT_MODEL
 from prime_kernel.models import profiles, prompts
+from prime_kernel.protocol.requests import SessionRequest
 
 
 def task_sets(which: str) -> dict[str, list[Task]]:
@@ -74,7 +75,7 @@ async def run_task(daemon: Any, task: Task, model: str, root: Path) -> dict[str,
         ctype = type(context).__name__
     start = time.perf_counter()
     record = await daemon.create_session(
-        task.prompt, model=model, context_blob=blob, context_type=ctype
+        SessionRequest(task.prompt, model=model, context_blob=blob, context_type=ctype)
     )
     sid = record["id"]
     result = await daemon.wait(sid, None)

@@ -33,6 +33,7 @@ from floors import kernel_start_floor, ready_client
 from prime_kernel.cli.headless import serve
 from prime_kernel.daemon.kernels import KernelRunner
 from prime_kernel.models import scripted
+from prime_kernel.protocol.requests import SessionRequest
 
 
 def median(xs: list[float]) -> float:
@@ -131,7 +132,9 @@ async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     daemon.custody.pool.fill()
 
     # One agent turn: model call + run `1+1` + record, from consecutive observations.
-    record = await daemon.create_session("turns", model=turns, max_turns=args.turns + 2)
+    record = await daemon.create_session(
+        SessionRequest("turns", model=turns, max_turns=args.turns + 2)
+    )
     await daemon.wait(record["id"], 600)
     obs = [e["ts"] for e in daemon.store.events(record["id"], kinds=["observation"])]
     results["turn"] = median([b - a for a, b in pairwise(obs)])

@@ -46,6 +46,7 @@ from jupyter_client.manager import AsyncKernelManager
 from mock_model import turn_gaps
 
 from prime_kernel.cli.headless import serve, start_daemon
+from prime_kernel.protocol.requests import SessionRequest
 
 HERE = Path(__file__).resolve().parent
 # The daemon validates the model's key before it starts a session; the mock ignores it.
@@ -143,7 +144,9 @@ async def execute_floor(n: int) -> list[float]:
 async def prime_round(app: Any, mock: Mock, turns: int, tag: str) -> list[float]:
     daemon = app.web_app.settings["prime_daemon"]
     mock.log()
-    record = await daemon.create_session(f"benchmark turns {tag}", max_turns=turns + 2)
+    record = await daemon.create_session(
+        SessionRequest(f"benchmark turns {tag}", max_turns=turns + 2)
+    )
     final = await daemon.wait(record["id"], 600)
     if final["state"] != "DONE":
         raise RuntimeError(f"the Prime session ended {final['state']}: {final.get('error')}")
@@ -237,9 +240,9 @@ def main() -> None:
             serve(
                 Path(root),
                 [
-                    f"--Daemon.default_model={PRIME_MODEL}",
-                    "--Daemon.pool_size=1",
-                    "--Daemon.keep_root_kernel=0",
+                    f"--Admission.default_model={PRIME_MODEL}",
+                    "--KernelCustody.pool_size=1",
+                    "--KernelCustody.keep_root_kernel=0",
                 ],
                 rounds.run,
                 start=False,

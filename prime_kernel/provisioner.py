@@ -110,7 +110,7 @@ class PrimeProvisioner(LocalProvisioner):
             "agent": self.agent,
             "unpickle_allow": list(self.unpickle_allow),
             # What one value from another session may build (the daemon's blob limit).
-            "unpickle_max_bytes": daemon.max_blob_bytes,
+            "unpickle_max_bytes": daemon.admission.max_blob_bytes,
         }
         if self.agent:
             from .util.redact import is_secret_name

@@ -41,7 +41,7 @@ _notification = (
 )
 _notification.parent.mkdir(parents=True)
 _notification.write_text(json.dumps({"fetchNews": "false"}))
-c.Daemon.default_model = "scripted/ui-root"
+c.Admission.default_model = "scripted/ui-root"
 c.KernelCustody.pool_size = 1
 # A persistent agent left IDLE is passivated (REPL snapshot, kernel shut down) within seconds,
 # and a compaction keeps only the last turn verbatim, so the browser test sees both quickly.

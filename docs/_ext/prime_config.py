@@ -1,6 +1,6 @@
 """Sphinx extension: the configuration reference, from the traitlets classes themselves.
 
-Every `Configurable` in `prime_kernel` with options (`c.Daemon.max_depth`, ...) is listed with
+Every `Configurable` in `prime_kernel` with options (`c.Admission.max_depth`, ...) is listed with
 each option's type, default and help, appended at build time to the page that asks for it
 (`configuration-options.md`), so the reference cannot fall behind the code.
 """

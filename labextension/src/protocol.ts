@@ -606,9 +606,9 @@ export interface CapabilityRequest {
 export interface CreateChild {
   /** The task (with `replay`: default, the recorded one). */
   prompt?: string;
-  /** A litellm model name; default: the parent's, PRIME_MODEL, or c.Daemon.default_model. */
+  /** A litellm model name; default: the parent's, PRIME_MODEL, or c.Admission.default_model. */
   model?: string;
-  /** A short name (default: the prompt's first words); at most c.Daemon.max_name_chars characters (200 unless configured), else 413 too_large. */
+  /** A short name (default: the prompt's first words); at most c.Admission.max_name_chars characters (200 unless configured), else 413 too_large. */
   name?: string;
   budget?: Budget;
   /** Model turns before the session is stopped. */
@@ -653,9 +653,9 @@ export interface CreateSchedule {
 export interface CreateSession {
   /** The task (with `replay`: default, the recorded one). */
   prompt?: string;
-  /** A litellm model name; default: the parent's, PRIME_MODEL, or c.Daemon.default_model. */
+  /** A litellm model name; default: the parent's, PRIME_MODEL, or c.Admission.default_model. */
   model?: string;
-  /** A short name (default: the prompt's first words); at most c.Daemon.max_name_chars characters (200 unless configured), else 413 too_large. */
+  /** A short name (default: the prompt's first words); at most c.Admission.max_name_chars characters (200 unless configured), else 413 too_large. */
   name?: string;
   budget?: Budget;
   /** Model turns before the session is stopped. */

@@ -374,7 +374,7 @@ def cmd_refine(args: argparse.Namespace) -> int:
         h = daemon.harness
         if args.model:
             h.refine_model = args.model
-        model = h.refine_model or daemon.resolve_model(None)
+        model = h.refine_model or daemon.admission.resolve_model(None)
         status = StatusLine(sys.stderr) if sys.stderr.isatty() else None
         if status is None:
             print(f"refining with {model} (at most {h.refine_timeout:g} s)…", file=sys.stderr)

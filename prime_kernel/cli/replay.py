@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from ..protocol.requests import SessionRequest
 from ..protocol.states import SessionState
 from .common import CLIError
 from .follow import Outcome
@@ -52,17 +53,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise CLIError("--until must be from 0 to 10000")
     if args.model and args.until is None:
         raise CLIError("--model goes with --until (a whole replay calls no model)")
-    body: dict[str, Any] = {"replay": args.id, "subtree": args.subtree}
-    if args.until is not None:
-        body["until"] = args.until
-    if args.model:
-        body["model"] = args.model
+    request = SessionRequest(
+        replay=args.id, subtree=args.subtree, until=args.until, model=args.model or None
+    )
 
     def check(state: SessionState) -> None:
         if not state.terminal:
             raise CLIError(f"session {args.id} is {state.value}: only an ended session replays")
 
-    return submit(args, Job(body=body, then=_divergence), about=(args.id, check))
+    return submit(args, Job(request=request, then=_divergence), about=(args.id, check))
 
 
 def _divergence(server: Server, outcome: Outcome, code: int, out: TextIO) -> int:

@@ -16,6 +16,7 @@ import argparse
 import ast
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..models.local import MODEL as DEFAULT_MODEL  # the daemon's default (a cheap import)
+from ..protocol.requests import SessionRequest
 from ..protocol.states import SessionState
 from . import inputs
 from .common import CLIError, fmt_usage, read_store, resolved_root
@@ -165,11 +167,11 @@ def _autonomy(args: argparse.Namespace) -> dict[str, Any] | bool | None:
 
 @dataclass
 class Job:
-    """What to run: a new session (`body`, a POST /api/prime/sessions) or `resume` one.
+    """What to run: a new session (`request`, a POST /api/prime/sessions) or `resume` one.
     `then(server, outcome, code, out)`: what to print on `out` once the result is (while the
     server still runs), and the exit code from there (`replay` reports its divergence so)."""
 
-    body: dict[str, Any] = field(default_factory=dict)
+    request: SessionRequest = field(default_factory=SessionRequest)
     resume: str | None = None
     server_argv: list[str] = field(default_factory=list)
     then: Callable[[Server, Outcome, int, TextIO], int] | None = None
@@ -179,21 +181,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     root = resolved_root(args.root)
     if not args.prompt.strip():
         raise CLIError("the task is empty")
-    body: dict[str, Any] = {"prompt": args.prompt}
     if args.max_turns is not None and not 1 <= args.max_turns <= 10_000:
         raise CLIError("--max-turns must be from 1 to 10000")
     budget = inputs.budget(
         args.budget_tokens, args.budget_dollars, args.budget_seconds, args.budget_turns
     )
-    options = {"model": args.model, "name": args.name, "max_turns": args.max_turns}
-    body.update({k: v for k, v in options.items() if v is not None})
-    if budget:
-        body["budget"] = budget
+    request = SessionRequest(
+        prompt=args.prompt,
+        model=args.model,
+        name=args.name,
+        max_turns=args.max_turns,
+        budget=budget or None,
+        autonomous=_autonomy(args),
+    )
     if args.context is not None:
-        body["context"] = inputs.load_context(args.context, args.context_format)
-    autonomous = _autonomy(args)
-    if autonomous is not None:
-        body["autonomous"] = autonomous
+        context = inputs.load_context(args.context, args.context_format)
+        request = dataclasses.replace(request, context=context)
     if args.public_url and not args.gateway:
         raise CLIError("--public-url goes with --gateway")
     for value, option, key in (
@@ -204,7 +207,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             if not value.startswith(("http://", "https://")):
                 raise CLIError(f"{option} wants an http(s) URL, not {value!r}")
             args.config.append(f"Daemon.{key}={value}")
-    job = Job(body=body, server_argv=inputs.config_argv(args.config))
+    job = Job(request=request, server_argv=inputs.config_argv(args.config))
     info = find_server(str(root))
     if info is not None:
         if args.config:
@@ -278,7 +281,7 @@ def _starting(stream: TextIO | None, root: Path) -> None:
 def _configured_model(pairs: list[str]) -> str:
     for pair in reversed(pairs):
         key, _, value = pair.partition("=")
-        if key == "Daemon.default_model" and value:
+        if key in ("Admission.default_model", "Daemon.default_model") and value:
             return value
     return DEFAULT_MODEL
 
@@ -433,7 +436,7 @@ async def _create_and_follow(
             after = await past(server, job.resume, progress)  # shown: only what comes now
             record = await asyncio.to_thread(server.resume, job.resume)
         else:
-            record = await asyncio.to_thread(server.create, job.body)
+            record = await asyncio.to_thread(server.create, job.request.to_json())
     except Refused as e:  # what the daemon refuses here is what it was given (400, 413)
         raise CLIError(str(e), 2 if e.status in (400, 413) else 1) from None
     finally:

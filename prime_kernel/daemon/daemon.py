@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import pickle
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -35,28 +34,26 @@ from traitlets.config import LoggingConfigurable
 
 from ..harness.examples import Example
 from ..harness.harness import Harness
-from ..models import local
 from ..models.prompts import PYTHON_TOOL
 from ..models.router import Completion, ModelRouter
 from ..protocol.errors import (
     Conflict,
-    DepthExceeded,
     Forbidden,
     InvalidRequest,
     KernelsUnavailable,
-    LimitExceeded,
     NotFound,
     PrimeError,
-    TooLarge,
     Unauthorized,
 )
 from ..protocol.events import EventKind
+from ..protocol.requests import SessionRequest
 from ..protocol.states import TERMINAL, SessionKind, SessionState
 from ..util.files import new_id
 from ..util.moved import relocate
 from ..util.redact import Scrubber, daemon_secrets
 from . import usage as usage_mod
 from .accounting import Accounting
+from .admission import Admission, cut
 from .autonomy import Autonomy
 from .collector import Collector
 from .compaction import compact_if_needed
@@ -87,8 +84,6 @@ from .store import SqliteStore, Store
 from .streaming import ReplyStream
 from .tokens import TokenRegistry
 
-DEFAULT_MODEL = local.MODEL
-
 # Settings that moved off the Daemon to the service that reads them: `c.Daemon.<name>` still
 # works this release, with a warning (util/moved.py).
 MOVED = {
@@ -106,6 +101,16 @@ MOVED = {
             "keep_root_kernel",
             "max_kept_kernels",
             "prune_children_kernels",
+        ),
+        "Admission": (
+            "default_model",
+            "max_depth",
+            "default_budget",
+            "max_children",
+            "max_batch",
+            "max_name_chars",
+            "max_prompt_chars",
+            "max_blob_bytes",
         ),
     }.items()
     for name in names
@@ -126,15 +131,9 @@ class Daemon(LoggingConfigurable):
     store_dir = Unicode(
         "", config=True, help="Where the SQLite store and blobs live (default: <root>/.prime)."
     )
-    default_model = Unicode(
-        DEFAULT_MODEL,
-        config=True,
-        help="Model used when neither the call nor PRIME_MODEL names one (a litellm name).",
-    )
     kernel_name = Unicode(
         "prime-agent", config=True, help="Kernelspec that agent sessions are started from."
     )
-    max_depth = Int(3, config=True, help="Deepest rlm() nesting allowed (a root is depth 0).")
     max_concurrent = Int(4, config=True, help="Sessions taking turns at once; the rest queue.")
     max_turns = Int(20, config=True, help="Default limit of model turns per session.")
     model_timeout = Float(
@@ -148,38 +147,9 @@ class Daemon(LoggingConfigurable):
     model_kwargs = Instance(
         dict, kw={}, config=True, help="Extra keyword arguments for every litellm completion."
     )
-    default_budget = Instance(
-        dict,
-        kw={},
-        config=True,
-        help="Budget of a root session started without one: any of tokens, dollars, "
-        "seconds, turns (see prime_kernel.daemon.budget). Empty: no limit.",
-    )
     max_llm_batch = Int(1000, config=True, help="Most prompts one llm.batch() call may send.")
     llm_batch_concurrency = Int(
         8, config=True, help="Model calls of one llm.batch() in flight at once."
-    )
-    max_children = Int(
-        500, config=True, help="Most children one session may start in all (rlm() calls)."
-    )
-    max_batch = Int(200, config=True, help="Most sessions one rlm.map() call may start.")
-    max_name_chars = Int(
-        200,
-        min=1,
-        config=True,
-        help="Longest name a session may be given (longer ones are refused; a default name, "
-        "made from the prompt or a notebook's path, is cut to it). Every list carries every "
-        "name, so this bounds what a list costs per session.",
-    )
-    max_prompt_chars = Int(
-        200_000,
-        config=True,
-        help="Longest prompt a session may be created with; large inputs go in context=.",
-    )
-    max_blob_bytes = Int(
-        256 * 1024 * 1024,
-        config=True,
-        help="Largest pickled context or answer a kernel may hand to the daemon, in bytes.",
     )
     message_max_bytes = Int(
         64_000, config=True, help="Largest message (UTF-8 bytes) a send() may carry."
@@ -312,7 +282,10 @@ class Daemon(LoggingConfigurable):
             parent=self,
         )
         self.listing = Listing(
-            self.registry, self.accounting, self.custody.alive, lambda: self.max_name_chars
+            self.registry,
+            self.accounting,
+            self.custody.alive,
+            lambda: self.admission.max_name_chars,
         )
         self.collector = Collector(
             store=self.store,
@@ -356,6 +329,17 @@ class Daemon(LoggingConfigurable):
         )
         # The harness's files and history are a store too: the same door.
         self.harness.scrub = self.scrub
+        self.replays = Replays(self.store, self.registry)
+        self.admission = Admission(
+            registry=self.registry,
+            store=self.store,
+            router=self.router,
+            harness=self.harness,
+            accounting=self.accounting,
+            autonomy=self.autonomy,
+            replays=self.replays,
+            parent=self,
+        )
         self.refiner = Refiner(self)
         self.learner = Learner(
             registry=self.registry,
@@ -367,7 +351,6 @@ class Daemon(LoggingConfigurable):
             spawn=self.spawn,
         )
         self.recovery = Recovery(self)
-        self.replays = Replays(self.store, self.registry)
         self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
         self.launcher: KernelLauncher | None = None
         self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
@@ -501,13 +484,6 @@ class Daemon(LoggingConfigurable):
         return self.event_log.emit(live.record, kind, data)
 
     # -- creating sessions ----------------------------------------------------------------
-    def resolve_model(self, explicit: str | None, parent: SessionRecord | None = None) -> str:
-        if explicit:
-            return explicit
-        if parent is not None and parent.model:
-            return parent.model
-        return os.environ.get("PRIME_MODEL") or self.default_model
-
     def new_live(self, record: SessionRecord) -> LiveSession:
         sid = record.id
         live = LiveSession(
@@ -521,199 +497,26 @@ class Daemon(LoggingConfigurable):
         return live
 
     async def create_session(
-        self,
-        prompt: str | None,
-        *,
-        parent_id: str | None = None,
-        model: str | None = None,
-        name: str | None = None,
-        context_blob: str | None = None,
-        context_type: str | None = None,
-        budget: dict[str, Any] | None = None,
-        max_turns: int | None = None,
-        persistent: bool = False,
-        spec: str | None = None,
-        autonomous: Any = None,
-        replay: str | None = None,
-        until: int | None = None,
-        subtree: bool = False,
+        self, request: SessionRequest, *, parent_id: str | None = None
     ) -> dict[str, Any]:
-        """Admit a new agent session and start running it; returns its record at once.
-        `replay`: the id of an ended session to replay (see replay.py); its prompt, context,
-        model and turn limit stand for those not given. `until`: the turns to replay before
-        the live model takes over; `subtree`: its children replay too (else they end as
-        recorded)."""
-        await self.router.ready()  # validating a hosted model needs litellm: never on the loop
-        parent = self.registry.get(parent_id) if parent_id else None
-        plan = None
-        if replay is not None:
-            plan = await self.replays.plan(replay, until, subtree)
-            recorded = self.registry.get(replay)
-            prompt = prompt or recorded.prompt
-            model = model or recorded.model
-            max_turns = max_turns or recorded.options.get("max_turns")
-            if context_blob is None:
-                context_blob, context_type = recorded.context_blob, recorded.context_type
-        elif until is not None or subtree:
-            raise PrimeError("until and subtree go with replay")
-        elif parent is not None:
-            plan = await self._child_replay(parent, 0)
-        record = self._admit(
-            prompt,
-            parent=parent,
-            model=model,
-            name=name,
-            context_blob=context_blob,
-            context_type=context_type,
-            budget=budget,
-            max_turns=max_turns,
-            persistent=persistent,
-            spec=spec,
-            autonomous=autonomous,
-            replay=plan,
-        )
-        if parent is not None:
-            self._check_children(parent, 1)
-        self._launch(record, parent)
-        return self.session_json(record.id)
+        """Admit a new agent session and start running it; returns its record at once."""
+        [session] = await self.create_sessions([request], parent_id=parent_id)
+        return session
 
-    async def create_children(
-        self, parent_id: str, requests: list[dict[str, Any]]
+    async def create_sessions(
+        self, requests: list[SessionRequest], *, parent_id: str | None = None
     ) -> list[dict[str, Any]]:
-        """Admit many children at once (rlm.map): every request is checked before any is
-        admitted, so a refused one admits nothing."""
-        await self.router.ready()
-        parent = self.registry.get(parent_id)
-        if len(requests) > self.max_batch:
-            raise LimitExceeded(
-                f"rlm.map() asked for {len(requests)} children; one call may start at most "
-                f"{self.max_batch} (c.Daemon.max_batch)",
-                limit=self.max_batch,
-            )
-        self._check_children(parent, len(requests))
-        plans = [await self._child_replay(parent, i) for i in range(len(requests))]
-        records = [
-            self._admit(parent=parent, replay=plan, **r)
-            for plan, r in zip(plans, requests, strict=True)
-        ]
+        """Admit sessions (a root, a child, an rlm.map()'s children: all or none) and start
+        running them; returns their records at once."""
+        parent = self.registry.get(parent_id) if parent_id else None
+        requests = [await self.admission.store_context(r) for r in requests]
+        records = await self.admission.requests(parent, requests)
         for record in records:
             self._launch(record, parent)
         return [self.session_json(r.id) for r in records]
 
-    async def _child_replay(self, parent: SessionRecord, more: int) -> dict[str, Any] | None:
-        """The replay plan of the child `parent` starts after `more` others it is starting
-        now: in a replayed turn, the recorded child of the same rank replays."""
-        live = self.live.get(parent.id)
-        if live is None or not parent.options.get("replay"):
-            return None
-        rank = len(self.registry.children(parent.id)) + more
-        return await self.replays.child_plan(parent, live.turns - 1, rank)
-
-    def _check_children(self, parent: SessionRecord, more: int) -> None:
-        have = len(self.registry.children(parent.id))
-        if have + more > self.max_children:
-            raise LimitExceeded(
-                f"session {parent.id} has {have} children and asked for {more} more; a session "
-                f"may start at most {self.max_children} (c.Daemon.max_children)",
-                limit=self.max_children,
-            )
-
-    def _admit(
-        self,
-        prompt: Any,
-        *,
-        parent: SessionRecord | None,
-        model: str | None = None,
-        name: str | None = None,
-        context_blob: str | None = None,
-        context_type: str | None = None,
-        budget: dict[str, Any] | None = None,
-        max_turns: int | None = None,
-        persistent: bool = False,
-        spec: str | None = None,
-        autonomous: Any = None,
-        replay: dict[str, Any] | None = None,
-    ) -> SessionRecord:
-        """Check a request and build its record (nothing is stored yet)."""
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise PrimeError("the prompt must be a non-empty string")
-        if len(prompt) > self.max_prompt_chars:
-            raise TooLarge(
-                f"the prompt has {len(prompt)} characters; the daemon accepts at most "
-                f"{self.max_prompt_chars} (pass large inputs as context=...)"
-            )
-        if context_blob is not None and not self.store.has_blob(context_blob):
-            raise PrimeError(f"no uploaded context {context_blob!r}")
-        if context_type is not None and not isinstance(context_type, str):
-            raise PrimeError("context_type must be a string")
-        spec_entry = None
-        if spec is not None:
-            # A sub-agent spec fills in what the call leaves out: model, budget, max_turns.
-            spec_entry, spec_options = self.harness.spec(spec)
-            model = model or spec_options.get("model")
-            budget = budget if budget is not None else spec_options.get("budget")
-            max_turns = max_turns or spec_options.get("max_turns")
-        if max_turns is not None and (
-            isinstance(max_turns, bool) or not isinstance(max_turns, int) or not max_turns >= 1
-        ):
-            raise PrimeError("max_turns must be a positive integer")
-        if max_turns is not None and max_turns > 10_000:
-            raise PrimeError(f"max_turns must be at most 10000, not {max_turns}")
-        if name is not None and not isinstance(name, str):
-            raise PrimeError("name must be a string")
-        if name is not None and len(name) > self.max_name_chars:
-            raise TooLarge(
-                f"the name has {len(name)} characters; a session name may have at most "
-                f"{self.max_name_chars} (c.Daemon.max_name_chars)",
-                size=len(name),
-                limit=self.max_name_chars,
-            )
-        depth = parent.depth + 1 if parent else 0
-        if depth > self.max_depth:
-            raise DepthExceeded(
-                f"rlm() depth limit reached: a child here would be at depth {depth}, "
-                f"and the maximum depth is {self.max_depth}",
-                depth=depth,
-                max_depth=self.max_depth,
-            )
-        model = self.resolve_model(model, parent)
-        if replay is None or replay["until"] is not None:  # a whole replay calls no model
-            self.router.validate(model)  # before any kernel starts
-        budget = self.accounting.admit(parent, budget, self.default_budget)
-        session_id = new_id("s")
-        options: dict[str, Any] = {
-            "max_turns": max_turns,  # None: the model profile's default (see loop.py)
-            "persistent": bool(persistent),
-        }
-        if spec_entry is not None:
-            options.update(spec=spec_entry.id, instructions=spec_entry.content)
-        plan = self.autonomy.parse(autonomous)
-        if plan is not None:
-            options["autonomous"] = plan
-        if replay is not None:
-            options["replay"] = replay
-        return SessionRecord(
-            id=session_id,
-            name=name or _short(prompt, self.max_name_chars),
-            prompt=prompt,
-            model=model,
-            state=SessionState.ADMITTED,
-            kind=SessionKind.AGENT,
-            parent_id=parent.id if parent else None,
-            root_id=parent.root_id if parent else session_id,
-            depth=depth,
-            created=time.time(),
-            context_blob=context_blob,
-            context_type=context_type,
-            budget=budget,
-            options=options,
-            usage=usage_mod.empty(),
-        )
-
     def _launch(self, record: SessionRecord, parent: SessionRecord | None) -> None:
-        record.adopt(self.store.insert_session(record.to_row()))  # as stored: scrubbed
-        self.registry.add(record, self.store.update_session)
-        live = self.new_live(record)
+        live = self.new_live(self.admission.record(record))
         task_data: dict[str, Any] = {
             "prompt": record.prompt,
             "model": record.model,
@@ -745,7 +548,9 @@ class Daemon(LoggingConfigurable):
             now = time.time()
             record = SessionRecord(
                 id=session_id,
-                name=_cut(path, self.max_name_chars) if path else f"kernel {kernel_id[:8]}",
+                name=cut(path, self.admission.max_name_chars)
+                if path
+                else f"kernel {kernel_id[:8]}",
                 prompt=f"notebook {path}" if path else f"kernel {kernel_id}",
                 state=SessionState.IDLE,
                 kind=SessionKind.NOTEBOOK,
@@ -1142,22 +947,12 @@ class Daemon(LoggingConfigurable):
         )
 
     # -- answers --------------------------------------------------------------------------
-    def check_blob_size(self, size: int, what: str) -> None:
-        if size > self.max_blob_bytes:
-            raise TooLarge(
-                f"{what} is {size} bytes pickled; the daemon accepts at most "
-                f"{self.max_blob_bytes} (c.Daemon.max_blob_bytes)",
-                size=size,
-                limit=self.max_blob_bytes,
-            )
-
     async def answer(self, live: LiveSession, data: bytes | bytearray, text: str) -> None:
         """answer(value) from `live`'s kernel: `data` is the value pickled, kept as it came."""
         _check_answering(live)
         if not data:
             raise InvalidRequest("answer() sends its value pickled as the body; it was empty")
-        self.check_blob_size(len(data), "the answer")
-        self.record_answer(live, await self.store.put_blob(data), text, "answer")
+        self.record_answer(live, await self.admission.put_blob(data, "the answer"), text, "answer")
 
     def record_answer(self, live: LiveSession, blob: str | None, text: str, kind: str) -> None:
         _check_answering(live)
@@ -1276,7 +1071,7 @@ class Daemon(LoggingConfigurable):
                 f"llm.batch() got {len(prompts)} prompts; at most {self.max_llm_batch} at once "
                 "(c.Daemon.max_llm_batch)"
             )
-        model = self.resolve_model(model, caller.record)
+        model = self.admission.resolve_model(model, caller.record)
         await self.router.ready()
         self.router.validate(model)
         self.check_limits(caller)
@@ -1351,17 +1146,7 @@ class Daemon(LoggingConfigurable):
 
 
 # The classes whose settings a daemon reads: itself and the services it builds.
-SERVICES: tuple[type[LoggingConfigurable], ...] = (Daemon, KernelCustody)
-
-
-def _short(prompt: str, chars: int, words: int = 8) -> str:
-    parts = prompt.split()
-    text = " ".join(parts[:words])
-    return _cut(text + ("…" if len(parts) > words else ""), chars)
-
-
-def _cut(text: str, chars: int) -> str:
-    return text if len(text) <= chars else text[: max(chars - 1, 0)] + "…"
+SERVICES: tuple[type[LoggingConfigurable], ...] = (Daemon, KernelCustody, Admission)
 
 
 def _check_answering(live: LiveSession) -> None:

@@ -68,7 +68,7 @@ class Refiner:
         """
         daemon = self.daemon
         harness = daemon.harness
-        model = harness.refine_model or daemon.resolve_model(None)
+        model = harness.refine_model or daemon.admission.resolve_model(None)
         progress: dict[str, Any] = {
             "model": model,
             "trigger": trigger,

@@ -7,6 +7,7 @@ the caller's token — so code that rewrites these functions gains nothing.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import os
 import pickle
@@ -29,6 +30,7 @@ from ..protocol.errors import (
     ChildFailed,
     InvalidRequest,
 )
+from ..protocol.requests import FIELDS, SessionRequest
 from ..protocol.states import TERMINAL as ENDED
 from ..protocol.states import SessionState
 from . import safe_pickle
@@ -225,19 +227,33 @@ def _rlm_request(
     has_context: bool,
     **options: Any,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
-    if prompt is not None or "replay" not in body:  # a replay's default: the recorded prompt
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise InvalidRequest("rlm() needs a non-empty prompt string")
-        body["prompt"] = prompt
+    given = {k: v for k, v in options.items() if v is not None}
+    unknown = sorted(set(given) - set(REQUEST_OPTIONS))
+    if unknown:
+        raise InvalidRequest(
+            f"rlm() has no option {unknown[0]!r}; its options: {', '.join(REQUEST_OPTIONS)}"
+        )
+    # A replay's prompt defaults to the recorded one; any other request needs one.
+    if (prompt is not None or "replay" not in given) and (
+        not isinstance(prompt, str) or not prompt.strip()
+    ):
+        raise InvalidRequest("rlm() needs a non-empty prompt string")
+    request = SessionRequest(prompt=prompt, **given)
     if has_context:
         data = _pickle(context, "the context")
         blob = client().request("POST", "blobs", raw=data, query={"what": "context"})
-        body["context_blob"] = blob["blob_id"]
-        body["context_type"] = (
-            f"{type(context).__module__}.{type(context).__qualname__}".removeprefix("builtins.")
+        kind = f"{type(context).__module__}.{type(context).__qualname__}"
+        request = dataclasses.replace(
+            request, context_blob=blob["blob_id"], context_type=kind.removeprefix("builtins.")
         )
-    return body
+    return request.to_json()
+
+
+# What a caller of rlm() may give besides the prompt and context (the context travels as an
+# uploaded blob, never inline).
+REQUEST_OPTIONS = tuple(
+    f for f in FIELDS if f not in ("prompt", "context", "context_blob", "context_type")
+)
 
 
 _MISSING = object()

@@ -340,7 +340,7 @@ class _Restricted(_PyUnpickler):
             raise UnpicklingRefused(
                 f"refused to unpickle {self._what}: {doing} would make it build more than "
                 f"{self._max_bytes} bytes in all (the limit for a value passed between "
-                "sessions, c.Daemon.max_blob_bytes; or pass max_bytes=). Nothing of it was "
+                "sessions, c.Admission.max_blob_bytes; or pass max_bytes=). Nothing of it was "
                 "kept.",
                 "size",
             )

@@ -67,7 +67,7 @@ class LocalModel:
 QWEN = LocalModel(f"{PROVIDER}/qwen2.5-coder-0.5b", weights.QWEN_CODER_05B, context_window=32768)
 SMOLLM2 = LocalModel(f"{PROVIDER}/smollm2", weights.SMOLLM2_135M, context_window=8192)
 MODELS = {m.name: m for m in (QWEN, SMOLLM2)}
-MODEL = QWEN.name  # the default model (c.Daemon.default_model)
+MODEL = QWEN.name  # the default model (c.Admission.default_model)
 
 # The OpenAI request fields llama.cpp's chat endpoint honours. Anything else litellm forwards
 # (tools, stream flags, user, ...) is dropped: the model cannot act on it.

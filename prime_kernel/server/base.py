@@ -197,7 +197,7 @@ class UploadHandler(KernelHandler):
     arrives. Without streaming, tornado joins a body's chunks into one bytes on the event loop
     when the last one comes: for 150 MB a third of a second on a busy machine, with no other
     request served meanwhile. Here each chunk is appended as it comes (a large buffer grows in
-    place), and what is past `c.Daemon.max_blob_bytes` is counted, not kept.
+    place), and what is past `c.Admission.max_blob_bytes` is counted, not kept.
 
     A request refused before its body is read (a bad token, a full disk) is answered once the
     body has arrived, unkept: an answer sent while the kernel still sends would end in a reset
@@ -220,12 +220,12 @@ class UploadHandler(KernelHandler):
 
     def data_received(self, chunk: bytes) -> None:
         self.upload_size += len(chunk)
-        if self.refusal is None and self.upload_size <= self.daemon.max_blob_bytes:
+        if self.refusal is None and self.upload_size <= self.daemon.admission.max_blob_bytes:
             self.upload += chunk
 
     def uploaded(self, what: str) -> bytearray:
         """The whole body; TooLarge (413) if it is over the daemon's limit."""
-        self.daemon.check_blob_size(self.upload_size, what)
+        self.daemon.admission.check_blob_size(self.upload_size, what)
         return self.upload
 
 

@@ -18,7 +18,7 @@ class SpillsHandler(UploadHandler):
         if not name or len(name) > 300:
             raise InvalidRequest("?name= must name the variable (at most 300 characters)")
         data = self.uploaded(f"the value of {name!r}")
-        blob_id = await self.daemon.store.put_blob(data)
+        blob_id = await self.daemon.admission.put_blob(data, f"the value of {name!r}")
         self.daemon.collector.record_spill(self.caller, blob_id, name, len(data))
         await self.reply({"blob_id": blob_id, "size": len(data)}, status=201)
 

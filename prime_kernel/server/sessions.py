@@ -6,10 +6,10 @@ People (jupyter_server auth) under /api/prime/sessions; kernels (their session's
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 
 from ..protocol.errors import InvalidRequest
+from ..protocol.requests import SessionRequest
 from ..protocol.states import SessionState
 from ..protocol.wire import API, KERNEL_API, MAX_WAIT, SESSION_ID
 from .base import KernelHandler, UploadHandler, UserHandler
@@ -50,14 +50,9 @@ class SessionsHandler(UserHandler):
         return names or None
 
     async def post(self) -> None:
-        body = self.body("create_session")
-        if "context" in body:  # JSON from a person: pickled like the context rlm() uploads
-            context = body.pop("context")
-            data = pickle.dumps(context)
-            self.daemon.check_blob_size(len(data), "the context")
-            body["context_blob"] = await self.daemon.store.put_blob(data)
-            body["context_type"] = type(context).__name__
-        record = await self.daemon.create_session(body.pop("prompt", None), **body)
+        # A `context` given here (JSON from a person) is pickled and kept by admission.
+        request = SessionRequest.from_json(self.body("create_session"))
+        record = await self.daemon.create_session(request)
         await self.reply(record, status=201)
 
 
@@ -110,36 +105,35 @@ class ModelsHandler(UserHandler):
     async def get(self) -> None:
         daemon = self.daemon
         models = daemon.router.known_models()
-        default = daemon.resolve_model(None)
+        default = daemon.admission.resolve_model(None)
         if default not in models:
             models.insert(0, default)
         self.write_json({"default": default, "models": models})
 
 
 # -- kernels ----------------------------------------------------------------------------------
-def _check_replay(handler: KernelHandler, body: dict[str, Any]) -> None:
+def _check_replay(handler: KernelHandler, request: SessionRequest) -> None:
     """An agent replays only sessions of its own tree (what it could read anyway); a person's
     notebook kernel, any session."""
-    if body.get("replay") is not None and handler.caller.record.is_agent:
-        handler.daemon.own_tree(handler.caller, body["replay"])
+    if request.replay is not None and handler.caller.record.is_agent:
+        handler.daemon.own_tree(handler.caller, request.replay)
 
 
 class ChildrenHandler(KernelHandler):
     async def post(self) -> None:
-        body = self.body("create_child")
-        _check_replay(self, body)
-        record = await self.daemon.create_session(
-            body.pop("prompt", None), parent_id=self.caller.id, **body
-        )
+        request = SessionRequest.from_json(self.body("create_child"))
+        _check_replay(self, request)
+        record = await self.daemon.create_session(request, parent_id=self.caller.id)
         await self.reply(record, status=201)
 
 
 class BatchChildrenHandler(KernelHandler):
     async def post(self) -> None:
-        requests = self.body("create_children")["sessions"]
+        bodies = self.body("create_children")["sessions"]
+        requests = [SessionRequest.from_json(body) for body in bodies]
         for request in requests:
             _check_replay(self, request)
-        records = await self.daemon.create_children(self.caller.id, requests)
+        records = await self.daemon.create_sessions(requests, parent_id=self.caller.id)
         await self.reply({"sessions": records}, status=201)
 
 
@@ -176,8 +170,9 @@ class BlobsHandler(UploadHandler):
         kind = self.get_argument("what", "")
         if kind and kind not in self.WHAT:
             raise InvalidRequest(f"what must be one of {', '.join(self.WHAT)}, not {kind[:40]!r}")
-        data = self.uploaded(self.WHAT.get(kind, "the value"))
-        blob_id = await self.daemon.store.put_blob(data)
+        what = self.WHAT.get(kind, "the value")
+        data = self.uploaded(what)
+        blob_id = await self.daemon.admission.put_blob(data, what)
         self.write_json({"blob_id": blob_id, "size": len(data)}, status=201)
 
 

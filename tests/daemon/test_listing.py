@@ -172,7 +172,7 @@ def test_list_entries_are_brief(daemon: Daemon) -> None:
     )
     listed = entry(daemon, record.id)
     assert listed["prompt"] == long[:500] + "…"
-    assert listed["name"] == "n" * daemon.max_name_chars + "…"
+    assert listed["name"] == "n" * daemon.admission.max_name_chars + "…"
     assert listed["answer_repr"] == "a" * 500 + "…"
     assert listed["error"] == "e" * 500 + "…"
     assert listed["options"] == {"spec": "reviewer"}

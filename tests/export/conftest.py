@@ -13,6 +13,7 @@ from jupyter_client.session import Session
 
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.export import NotebookExporter
+from prime_kernel.protocol.requests import SessionRequest
 from prime_kernel.util.redact import Redactor
 
 # A 1x1 red PNG.
@@ -29,7 +30,7 @@ assert base64.b64decode(PNG_B64).startswith(b"\x89PNG")
 
 async def finish(daemon: Daemon, prompt: str, model: str, **options: Any) -> dict[str, Any]:
     """Run a root session to its end; its record."""
-    record = await daemon.create_session(prompt, model=model, **options)
+    record = await daemon.create_session(SessionRequest(prompt, model=model, **options))
     return await daemon.wait(record["id"], 60)
 
 

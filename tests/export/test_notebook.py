@@ -11,6 +11,7 @@ import pytest
 
 from prime_kernel.daemon import usage
 from prime_kernel.export import NotebookExporter, export_to
+from prime_kernel.protocol.requests import SessionRequest
 
 from ..conftest import events, wait_for
 from .conftest import (
@@ -145,7 +146,7 @@ async def test_failed_cancelled_empty_and_running_sessions(daemon, script, expor
     assert "Answer (the model's reply)" in by_kind(nb, "answer")[0].source
 
     slow = script([{"code": "print('started')"}, {"sleep": 60, "text": "late"}])
-    running = await daemon.create_session("slow", model=slow)
+    running = await daemon.create_session(SessionRequest("slow", model=slow))
     sid = running["id"]
     await wait_for(lambda: events(daemon, sid, "cell"))
     nb = await notebook_of(daemon, exporter, sid)

@@ -14,6 +14,7 @@ from traitlets.config import Config
 
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.daemon.gateway import GatewayLauncher
+from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import events, wait_for
 from tests.gateway.server import GATEWAY_TOKEN, Gateway
 from tests.recovery.server import ServerProcess, free_port
@@ -55,7 +56,7 @@ async def test_agent_and_child_kernels_run_on_the_gateway(daemon, gateway, scrip
         ]
     )
     root = script([{"code": f"h = rlm('child task', model={child!r})\nanswer(h.result())"}])
-    sid = (await daemon.create_session("parent task", model=root))["id"]
+    sid = (await daemon.create_session(SessionRequest("parent task", model=root)))["id"]
     record = await state_of(daemon, sid, "DONE", "FAILED")
     assert record["state"] == "DONE", record
     assert record["answer_repr"] == repr([str(gateway.process.pid), None, "echo"])
@@ -76,7 +77,7 @@ async def test_the_kernel_is_the_gateways_and_interrupt_and_cancel_go_through_it
 ):
     sleep = "import time\ntime.sleep(120)"
     model = script([{"code": sleep}, {"code": sleep}, {"text": "never"}])
-    sid = (await daemon.create_session("sleep twice", model=model))["id"]
+    sid = (await daemon.create_session(SessionRequest("sleep twice", model=model)))["id"]
     await cell_started(daemon, sid)
     kernel_id = daemon.session_json(sid)["kernel_id"]
     assert kernel_id in await asyncio.to_thread(gateway.kernel_ids)
@@ -107,7 +108,7 @@ async def test_a_gateway_killed_mid_cell_leaves_the_session_resumable(
             {"code": "answer('resumed')"},
         ]
     )
-    sid = (await daemon.create_session("long cell", model=model))["id"]
+    sid = (await daemon.create_session(SessionRequest("long cell", model=model)))["id"]
     await cell_started(daemon, sid)
     await asyncio.to_thread(gateway.kill)
     record = await state_of(daemon, sid, "INACTIVE", "FAILED", "DONE")
@@ -136,7 +137,11 @@ class TestGatewayDown:
         return f"http://127.0.0.1:{free_port()}"
 
     async def test_a_session_fails_with_the_reason(self, daemon, script):
-        sid = (await daemon.create_session("task", model=script([{"code": "answer(1)"}])))["id"]
+        sid = (
+            await daemon.create_session(
+                SessionRequest("task", model=script([{"code": "answer(1)"}]))
+            )
+        )["id"]
         record = await state_of(daemon, sid, "FAILED", "DONE")
         assert record["state"] == "FAILED"
         assert "the kernel gateway at http://127.0.0.1:" in record["error"]
@@ -184,7 +189,11 @@ class TestSlowGateway:
         return jp_server_config
 
     async def test_a_session_fails_naming_the_limit(self, daemon, script):
-        sid = (await daemon.create_session("task", model=script([{"code": "answer(1)"}])))["id"]
+        sid = (
+            await daemon.create_session(
+                SessionRequest("task", model=script([{"code": "answer(1)"}]))
+            )
+        )["id"]
         record = await state_of(daemon, sid, "FAILED", "DONE")
         assert record["state"] == "FAILED"
         assert "did not answer within 2 s" in record["error"], record["error"]
@@ -197,7 +206,11 @@ class TestWrongToken:
         return "not-the-gateway-token"
 
     async def test_a_session_fails_with_the_reason(self, daemon, gateway, script):
-        sid = (await daemon.create_session("task", model=script([{"code": "answer(1)"}])))["id"]
+        sid = (
+            await daemon.create_session(
+                SessionRequest("task", model=script([{"code": "answer(1)"}]))
+            )
+        )["id"]
         record = await state_of(daemon, sid, "FAILED", "DONE")
         assert record["state"] == "FAILED"
         assert "refused our credentials (HTTP 401)" in record["error"]
@@ -213,7 +226,11 @@ class TestUnreachablePublicURL:
     async def test_the_first_call_fails_the_session_with_the_reason(
         self, daemon, public_url, script
     ):
-        sid = (await daemon.create_session("task", model=script([{"code": "answer(1)"}])))["id"]
+        sid = (
+            await daemon.create_session(
+                SessionRequest("task", model=script([{"code": "answer(1)"}]))
+            )
+        )["id"]
         record = await state_of(daemon, sid, "FAILED", "DONE")
         assert record["state"] == "FAILED"
         assert f"cannot reach the Prime daemon at {public_url}" in record["error"]

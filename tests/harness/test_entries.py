@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import fetch_error
 
 PRIME_STATE = {
@@ -119,7 +120,7 @@ async def test_skill_callable_and_project_wins_over_global(
             {"code": "answer(s(4, 5))"},
         ]
     )
-    rec = await daemon.create_session("add", model=agent)
+    rec = await daemon.create_session(SessionRequest("add", model=agent))
     done = await daemon.wait(rec["id"], 60)
     assert done["answer_repr"] == "9"
     cells = [e["data"] for e in await daemon.events(rec["id"]) if e["kind"] == "cell"]

@@ -13,6 +13,7 @@ import pytest
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.harness import refine
 from prime_kernel.models import local
+from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import post_message, wait_for
 
 
@@ -48,7 +49,7 @@ async def review(jp_fetch: Any, rid: str, action: str, **body: Any) -> dict[str,
 
 async def failed_session(daemon: Daemon, script) -> str:
     model = script([{"code": "1/0"}, {"code": "x = 1/0"}])
-    rec = await daemon.create_session("compute the ratio", model=model, max_turns=2)
+    rec = await daemon.create_session(SessionRequest("compute the ratio", model=model, max_turns=2))
     assert (await daemon.wait(rec["id"], 60))["state"] == "FAILED"
     return str(rec["id"])
 
@@ -243,7 +244,7 @@ async def test_refine_from_the_repl_is_authored_by_the_session(daemon: Daemon, s
     agent = script(
         [{"code": "r = refine('remember things'); print(r['status'])"}, {"code": "answer(r['id'])"}]
     )
-    rec = await daemon.create_session("improve", model=agent)
+    rec = await daemon.create_session(SessionRequest("improve", model=agent))
     done = await daemon.wait(rec["id"], 60)
     rid = done["answer_repr"].strip("'")
     record = refine.get_refinement(daemon.harness, rid)
@@ -417,7 +418,7 @@ async def test_the_prompt_leaves_the_reply_room_in_the_models_window(daemon: Dae
     for i in range(4):
         noisy = script([{"code": f"x = 'line {i} ' * 400\nprint(x)\n1/0"}])
         rec = await daemon.create_session(
-            f"noisy task {i} " + "padding " * 300, model=noisy, max_turns=1
+            SessionRequest(f"noisy task {i} " + "padding " * 300, model=noisy, max_turns=1)
         )
         await daemon.wait(rec["id"], 60)
         sids.append(rec["id"])

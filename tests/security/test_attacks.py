@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from prime_kernel.daemon.tokens import TokenRegistry
+from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import RAW_REQUEST, wait_for
 from tests.procs import descendants
 
@@ -204,7 +205,7 @@ async def test_another_sessions_routes(
 ):
     # A victim: another user's root session, still running.
     victim = await daemon.create_session(
-        "victim", model=script([{"code": "import time\ntime.sleep(30)"}])
+        SessionRequest("victim", model=script([{"code": "import time\ntime.sleep(30)"}]))
     )
     code = RAW_REQUEST + (
         "import json, urllib.request, urllib.error\n"

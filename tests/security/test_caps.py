@@ -16,6 +16,7 @@ import pytest
 from traitlets.config import Config
 
 from prime_kernel.daemon.sandbox import Sandbox
+from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import events
 
 pytestmark = pytest.mark.skipif(
@@ -96,9 +97,11 @@ found["file"] = fill("big.bin", 64)
 
 async def test_caps_end_in_their_own_cell(daemon, script, jp_fetch) -> None:
     other_model = script([{"code": "import time\ntime.sleep(3)\nanswer(2)"}])
-    other = await daemon.create_session("meanwhile", model=other_model)
+    other = await daemon.create_session(SessionRequest("meanwhile", model=other_model))
     bomber = await daemon.create_session(
-        "bombs", model=script([{"code": BOMBS}, {"code": "answer(json.dumps(found))"}])
+        SessionRequest(
+            "bombs", model=script([{"code": BOMBS}, {"code": "answer(json.dumps(found))"}])
+        )
     )
     # The server answers all along.
     for _ in range(10):
@@ -147,7 +150,9 @@ async def test_each_kernel_has_a_uid_of_its_own(daemon, script) -> None:
     if os.geteuid() != 0:
         pytest.skip("uids of their own only when the server runs as root")
     model = script([{"code": "import os, time\ntime.sleep(2)\nanswer(os.getuid())"}])
-    sessions = [await daemon.create_session(f"uid {i}", model=model) for i in range(2)]
+    sessions = [
+        await daemon.create_session(SessionRequest(f"uid {i}", model=model)) for i in range(2)
+    ]
     uids = set()
     for s in sessions:
         assert (await daemon.wait(s["id"], 120))["state"] == "DONE"

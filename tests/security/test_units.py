@@ -137,7 +137,7 @@ def test_a_30_byte_bomb_is_refused_before_it_allocates():
     with pytest.raises(UnpicklingRefused) as info:
         safe_pickle.loads(bomb, what="the answer")
     assert "more than 268435456 bytes" in str(info.value)
-    assert "c.Daemon.max_blob_bytes" in str(info.value)
+    assert "c.Admission.max_blob_bytes" in str(info.value)
 
 
 @pytest.mark.parametrize(

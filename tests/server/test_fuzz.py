@@ -19,6 +19,8 @@ from typing import Any
 
 from tornado.httpclient import HTTPClientError
 
+from prime_kernel.protocol.requests import SessionRequest
+
 from .routes import routes
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -92,7 +94,9 @@ async def test_no_input_gets_a_500(
     jp_root_dir: Path,
     tmp_path: Path,
 ) -> None:
-    real = await daemon.create_session("a real one", model=script([{"code": "answer(1)"}]))
+    real = await daemon.create_session(
+        SessionRequest("a real one", model=script([{"code": "answer(1)"}]))
+    )
     await daemon.wait(real["id"], 60)
     # A kernel's capability, for the kernel routes (standing for a notebook session).
     token = daemon.tokens.mint("fuzz-kernel", notebook=True)
@@ -105,7 +109,9 @@ async def test_no_input_gets_a_500(
     assert tried > 300
     assert os.listdir(outside) == []  # nothing written through the swapped link
     # The daemon still works.
-    again = await daemon.create_session("after", model=script([{"code": "answer(2)"}]))
+    again = await daemon.create_session(
+        SessionRequest("after", model=script([{"code": "answer(2)"}]))
+    )
     assert (await daemon.wait(again["id"], 60))["state"] == "DONE"
 
 

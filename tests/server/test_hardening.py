@@ -10,6 +10,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from prime_kernel.daemon.scheduler import Scheduler
+from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import RAW_REQUEST, agent_records, events
 
 
@@ -82,7 +83,7 @@ async def test_forged_bodies_are_refused_and_change_nothing(daemon, forged, scri
 @pytest.mark.parametrize("prime_config", [{"max_blob_bytes": 1_000_000}])
 async def test_forged_answers_are_refused(daemon, user_kernel, script):
     # Inside an agent session: answer() requests it could forge: a JSON body (the value goes
-    # pickled, as raw bytes), an empty one, and one over c.Daemon.max_blob_bytes.
+    # pickled, as raw bytes), an empty one, and one over c.Admission.max_blob_bytes.
     forge = RAW_REQUEST + (
         "def post(body):\n    return raw_request('POST', 'answer', body)[0]\n"
         "codes = [post({'repr': 'x', 'blob_id': 'b1'}), post(b''), post(b'x' * 1_000_001)]\n"
@@ -146,7 +147,9 @@ async def test_llm_batch_stops_at_the_budget(daemon, user_kernel, script):
 
 
 async def test_refine_only_from_reachable_sessions(daemon, user_kernel, script):
-    other = await daemon.create_session("someone else's", model=script([{"text": "secret"}]))
+    other = await daemon.create_session(
+        SessionRequest("someone else's", model=script([{"text": "secret"}]))
+    )
     await daemon.wait(other["id"], 60)
     model = script(
         [

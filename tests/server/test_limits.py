@@ -1,5 +1,5 @@
 """Count and size limits of the daemon, on a real server: children per session
-(`c.Daemon.max_children`), sessions per rlm.map() call (`max_batch`) and name length
+(`c.Admission.max_children`), sessions per rlm.map() call (`max_batch`) and name length
 (`max_name_chars`). Each is a clear error where the call was made, and a refused batch admits
 nothing — no record, no event, no kernel."""
 
@@ -44,7 +44,7 @@ async def test_batch_and_children_limits(daemon, user_kernel, script):
     nb = await user_kernel()
     err = await error_of(nb, f"rlm.map('x', contexts=[1, 2, 3, 4], model={model!r})")
     assert "LimitExceeded" in err
-    assert "asked for 4 children; one call may start at most 3 (c.Daemon.max_batch)" in err
+    assert "asked for 4 children; one call may start at most 3 (c.Admission.max_batch)" in err
     assert agent_records(daemon) == []  # nothing admitted
 
     await nb.run(f"hs = rlm.map('x', contexts=[1, 2, 3], model={model!r})\nrlm.gather(*hs)")
@@ -54,7 +54,7 @@ async def test_batch_and_children_limits(daemon, user_kernel, script):
     err = await error_of(nb, f"rlm.map('x', contexts=[1, 2], model={model!r})")
     assert "LimitExceeded" in err
     assert f"session {nb_session} has 3 children and asked for 2 more" in err
-    assert "at most 4 (c.Daemon.max_children)" in err
+    assert "at most 4 (c.Admission.max_children)" in err
     assert len(children_of(daemon, nb_session)) == 3
     assert await nb.value(f"rlm('x', model={model!r}).result(timeout=60)") == "1"
     err = await error_of(nb, f"rlm('x', model={model!r})")
@@ -68,7 +68,7 @@ async def test_name_limit_everywhere(daemon, user_kernel, script, jp_fetch):
     long = "n" * 21
     message = "the name has 21 characters; a session name may have at most 20"
     err = await error_of(nb, f"rlm('x', name={long!r}, model={model!r})")
-    assert err.startswith("TooLarge") and message in err and "c.Daemon.max_name_chars" in err
+    assert err.startswith("TooLarge") and message in err and "c.Admission.max_name_chars" in err
     # A batch whose last request has a long name admits none of the others.
     forged = RAW_REQUEST + (
         "status, body = raw_request('POST', 'sessions/batch', {'sessions': ["

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from prime_kernel.models import profiles
+from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import events, fetch_error, get_session, start_session, wait_for
 
 
@@ -198,9 +199,9 @@ async def test_replies_that_continued_a_prefill_replay_whole(daemon, script, mon
 
     model = script([turn] * 4, tools=False)
     monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
-    original = (await daemon.create_session("six times seven", model=model))["id"]
+    original = (await daemon.create_session(SessionRequest("six times seven", model=model)))["id"]
     assert (await daemon.wait(original, 120))["answer_repr"] == "42"
-    replay = (await daemon.create_session(None, replay=original))["id"]
+    replay = (await daemon.create_session(SessionRequest(None, replay=original)))["id"]
     result = await daemon.wait(replay, 120)
     assert result["state"] == "DONE" and result["answer_repr"] == "42"
     report = await daemon.replays.report(replay)

@@ -25,6 +25,7 @@ from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.daemon.replay import dump_recording, load_recording
 from prime_kernel.daemon.store import SqliteStore
 from prime_kernel.protocol.errors import PrimeError
+from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import events, start_session
 from tests.server.test_replay import report, settled, start_replay
 
@@ -71,7 +72,9 @@ async def with_context(daemon: Daemon, jp_fetch: Any, script: Callable[..., str]
     words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"]
     blob = await daemon.store.put_blob(pickle.dumps(words))
     record = await daemon.create_session(
-        "count words and letters", model=root, context_blob=blob, context_type="list"
+        SessionRequest(
+            "count words and letters", model=root, context_blob=blob, context_type="list"
+        )
     )
     return str(record["id"])
 
