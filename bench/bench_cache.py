@@ -120,7 +120,7 @@ async def session(app: Any, model: str, turns: int) -> tuple[list[dict[str, Any]
     """The session's model calls, and its usage as `prime-agent show` prints it."""
     daemon = app.web_app.settings["prime_daemon"]
     record = await daemon.create_session(SessionRequest(TASK, model=model, max_turns=turns + 2))
-    final = await daemon.wait(record["id"], 900)
+    final = await daemon.runs.wait(record["id"], 900)
     if final["state"] != "DONE":
         raise RuntimeError(f"the session ended {final['state']}: {final.get('error')}")
     calls = [e["data"] for e in await daemon.store.events(record["id"], kinds=["model_call"])]
@@ -202,7 +202,7 @@ def show(result: dict[str, Any]) -> None:
 
 async def sessions(app: Any, models: dict[str, str], turns: int) -> list[dict[str, Any]]:
     """One session per style, with the bench's loop (set before the daemon starts)."""
-    app.web_app.settings["prime_daemon"].loop_class = BenchLoop
+    app.web_app.settings["prime_daemon"].runs.loop_class = BenchLoop
     await start_daemon(app)
     return [report(style, *await session(app, model, turns)) for style, model in models.items()]
 
@@ -220,7 +220,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         results = serve(
             Path(root),
-            ["--Daemon.pool_size=1", "--Daemon.keep_root_kernel=0"],
+            ["--KernelCustody.pool_size=1", "--KernelCustody.keep_root_kernel=0"],
             lambda app: sessions(app, models, args.turns),
             start=False,
         )

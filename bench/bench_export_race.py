@@ -38,7 +38,7 @@ async def main(args: argparse.Namespace, app: Any, outside: Path) -> None:
     )
     started = time.perf_counter()
     record = await daemon.create_session(SessionRequest("race", model=model))
-    done = await daemon.wait(record["id"], None)
+    done = await daemon.runs.wait(record["id"], None)
     elapsed = time.perf_counter() - started
     if done["state"] != "DONE":
         print(f"the session ended {done['state']}: {done.get('error')}")

@@ -157,7 +157,7 @@ async def measure(app: Any, args: argparse.Namespace, gateway: Gateway | None) -
             "print(t0, h.session_id)",
         )
         t0, sid = res.split()
-        await daemon.wait(sid, 300)
+        await daemon.runs.wait(sid, 300)
         ready.append(await state_ts(daemon, sid, "RUNNING") - float(t0))
     out["rlm_ready_p50"], out["rlm_ready_p95"] = statistics.median(ready), p95(ready)
     out["load"]["starts"] = load()

@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from prime_kernel.cli.run import DEFAULT_MODEL, make_server
 from prime_kernel.daemon import policy
 from prime_kernel.models import local, profiles, router
+from prime_kernel.protocol.requests import SessionRequest
 
 # The README's task and a sibling that shares most of its prompt (as rlm.map's children do):
 # the hard case for a cache with one slot.
@@ -121,9 +122,9 @@ async def real_sessions(app: Any, model: str, together: int) -> list[dict[str, A
     rows = []
     for first in range(0, len(README_TASKS), together):
         batch = README_TASKS[first : first + together]
-        records = [await daemon.create_session(task, model=model) for task in batch]
+        records = [await daemon.create_session(SessionRequest(task, model=model)) for task in batch]
         for record in records:
-            await daemon.wait(record["id"], 600)
+            await daemon.runs.wait(record["id"], 600)
         for s, record in enumerate(records):
             calls = await daemon.store.events(record["id"], kinds=["model_call"])
             last_total = 0

@@ -74,7 +74,7 @@ async def run_task(daemon: Any, task: Task, model: str) -> dict[str, Any]:
         )
     )
     sid = record["id"]
-    result = await daemon.wait(sid, None)
+    result = await daemon.runs.wait(sid, None)
     answer: Any = None
     if result.get("has_answer"):
         try:

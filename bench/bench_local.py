@@ -78,7 +78,7 @@ async def run_task(daemon: Any, task: Task, model: str, root: Path) -> dict[str,
         SessionRequest(task.prompt, model=model, context_blob=blob, context_type=ctype)
     )
     sid = record["id"]
-    result = await daemon.wait(sid, None)
+    result = await daemon.runs.wait(sid, None)
     seconds = time.perf_counter() - start
     answer: Any = None
     if result.get("has_answer"):

@@ -85,7 +85,7 @@ async def child_ready(daemon: Any, nb: KernelRunner, model: str, n: int, warm: b
             timeout=120,
         )
         t0, sid = res.outputs[0]["text"].split()
-        await daemon.wait(sid, 120)
+        await daemon.runs.wait(sid, 120)
         out.append(state_ts(daemon, sid, "RUNNING") - float(t0))
     return out
 
@@ -135,7 +135,7 @@ async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     record = await daemon.create_session(
         SessionRequest("turns", model=turns, max_turns=args.turns + 2)
     )
-    await daemon.wait(record["id"], 600)
+    await daemon.runs.wait(record["id"], 600)
     obs = [e["ts"] for e in daemon.store.events(record["id"], kinds=["observation"])]
     results["turn"] = median([b - a for a, b in pairwise(obs)])
     await nb.stop()

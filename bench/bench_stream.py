@@ -41,6 +41,7 @@ from prime_kernel.cli.headless import serve
 from prime_kernel.cli.remote import Server
 from prime_kernel.models import scripted
 from prime_kernel.protocol.records import MODEL_DELTA_SCHEMA_ID
+from prime_kernel.protocol.requests import SessionRequest
 
 GOALS = {"token -> event bus": 0.1, "token -> CLI": 0.1, "cancel mid-stream -> ended": 1.0}
 
@@ -179,8 +180,8 @@ async def measure(app: Any, args: argparse.Namespace, root: Path, env: dict[str,
         bus: list[float] = []
         for _ in range(args.runs):
             sent.pieces.clear()
-            record = await daemon.create_session("stream", model=model)
-            await daemon.wait(record["id"], 300)
+            record = await daemon.create_session(SessionRequest("stream", model=model))
+            await daemon.runs.wait(record["id"], 300)
             deltas = subscriber.of(record["id"])
             while not (deltas and deltas[-1][0]["done"]):
                 await asyncio.sleep(0.05)
@@ -199,7 +200,9 @@ async def measure(app: Any, args: argparse.Namespace, root: Path, env: dict[str,
         cancels: list[float] = []
         after: list[int] = []
         for _ in range(args.cancels):
-            record = await daemon.create_session("stream for long", model=long_model)
+            record = await daemon.create_session(
+                SessionRequest("stream for long", model=long_model)
+            )
             sid = record["id"]
             while len(subscriber.of(sid)) < 5:
                 await asyncio.sleep(0.01)

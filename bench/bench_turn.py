@@ -147,7 +147,7 @@ async def prime_round(app: Any, mock: Mock, turns: int, tag: str) -> list[float]
     record = await daemon.create_session(
         SessionRequest(f"benchmark turns {tag}", max_turns=turns + 2)
     )
-    final = await daemon.wait(record["id"], 600)
+    final = await daemon.runs.wait(record["id"], 600)
     if final["state"] != "DONE":
         raise RuntimeError(f"the Prime session ended {final['state']}: {final.get('error')}")
     return turn_gaps(mock.log())

@@ -37,10 +37,8 @@ from ..harness.harness import Harness
 from ..models.prompts import PYTHON_TOOL
 from ..models.router import Completion, ModelRouter
 from ..protocol.errors import (
-    Conflict,
     Forbidden,
     InvalidRequest,
-    KernelsUnavailable,
     NotFound,
     PrimeError,
     Unauthorized,
@@ -67,7 +65,6 @@ from .launcher import KernelLauncher, LocalLauncher
 from .learning import Learner
 from .lifecycle import Lifecycle
 from .listing import Listing
-from .loop import AgentLoop, TurnLimitReached
 from .mailbox import Limits, Mailbox
 from .observation import render
 from .passivation import Passivation, Snapshots
@@ -77,6 +74,7 @@ from .recovery import Recovery
 from .refining import Refiner
 from .registry import SessionRegistry
 from .replay import Replays
+from .runs import Runs
 from .scheduler import Scheduler
 from .schedules import Schedules
 from .session import Conversation, LiveSession
@@ -112,6 +110,7 @@ MOVED = {
             "max_prompt_chars",
             "max_blob_bytes",
         ),
+        "Runs": ("loop_class",),
     }.items()
     for name in names
 }
@@ -210,7 +209,6 @@ class Daemon(LoggingConfigurable):
         "same. Off: every call goes through litellm.",
     )
     router_class = Type(ModelRouter, config=True, help="The model router (litellm) to use.")
-    loop_class = Type(AgentLoop, config=True, help="The agent loop implementation.")
     harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
     store_class = Type(SqliteStore, klass=Store, config=True, help="The store implementation.")
     kernel_launcher_class = Type(
@@ -303,7 +301,12 @@ class Daemon(LoggingConfigurable):
             before_save=lambda live: self.collector.auto_spill(live, "passivation"),
         )
         self.mailbox = Mailbox(
-            self.registry, self.store, self.event_log, self.scheduler, Limits(self), self.wake
+            self.registry,
+            self.store,
+            self.event_log,
+            self.scheduler,
+            Limits(self),
+            lambda live: self.runs.wake(live),
         )
         self.goals = Goals(self.registry, self.event_log, parent=self)
         self.autonomy = Autonomy(
@@ -321,7 +324,7 @@ class Daemon(LoggingConfigurable):
             events=self.event_log,
             accounting=self.accounting,
             spawn=self.spawn,
-            released=self._released,
+            released=lambda session_id: self.runs.released(session_id),
             parent=self,
         )
         self.harness: Harness = self.harness_class(
@@ -364,12 +367,32 @@ class Daemon(LoggingConfigurable):
         # Set once start() made the pool: the server takes requests before that (start runs
         # after it listens and imports litellm), so sessions created early wait for it.
         self._started = asyncio.Event()
+        self.runs = Runs(
+            host=self,
+            registry=self.registry,
+            lifecycle=self.lifecycle,
+            scheduler=self.scheduler,
+            custody=self.custody,
+            snapshots=self.snapshots,
+            passivation=self.passivation,
+            replays=self.replays,
+            autonomy=self.autonomy,
+            disk=self.disk,
+            listing=self.listing,
+            recovery=self.recovery,
+            waits=self.schedules.keeps_alive,
+            has_unread=self.mailbox.has_unread,
+            record_answer=self.record_answer,
+            started=self._started,
+            spawn=self.spawn,
+            parent=self,
+        )
         self._wire_effects()
 
     def _wire_effects(self) -> None:
         lc = self.lifecycle
         lc.on(SessionState.IDLE, self.passivation.entered_idle)
-        lc.on(SessionState.IDLE, self._wake_if_mail)
+        lc.on(SessionState.IDLE, self.runs.wake_if_mail)
         lc.on(frozenset({SessionState.RUNNING, *TERMINAL}), self.passivation.cancel_timer)
         lc.on(TERMINAL, self.custody.session_ended)
         lc.on(TERMINAL, self.schedules.session_ended)
@@ -529,12 +552,7 @@ class Daemon(LoggingConfigurable):
         if parent is not None:
             child = {"child_id": record.id, "name": record.name, "prompt": record.prompt}
             self.event_log.emit(parent, EventKind.CHILD, child)
-        self.start_run(live)
-
-    def start_run(self, live: LiveSession) -> None:
-        live.task = asyncio.get_running_loop().create_task(
-            self._run(live), name=f"session-{live.id}"
-        )
+        self.runs.start(live)
 
     async def notebook_session(self, kernel_id: str) -> LiveSession:
         """The session standing for a user's kernel (a notebook), created on its first call."""
@@ -590,139 +608,6 @@ class Daemon(LoggingConfigurable):
             # but it cannot act as the session any more.
             raise Unauthorized(f"session {live.id} has ended ({live.state.value})")
         return live
-
-    # -- running --------------------------------------------------------------------------
-    async def _run(self, live: LiveSession) -> None:
-        acquired = False
-        try:
-            await self._started.wait()
-            recorded = self.replays.answered(live.record)
-            if recorded is not None:  # a replayed child that runs nothing: it ends as recorded
-                self._end_as(live, recorded)
-                return
-            async with self.passivation.lock(live.id):
-                pass  # a passivation in progress finishes first
-            await self.scheduler.acquire(live.id)
-            acquired = True
-            self.disk.check("running a session")
-            await self.recovery.prepare(live)
-            if live.runner is None:  # a woken IDLE session still has its kernel
-                if live.state == SessionState.INACTIVE and live.restore_reason is None:
-                    live.restore_reason = (
-                        "Your session was inactive: its kernel was shut down and a new one started."
-                    )
-                await self.custody.attach(live)
-                if live.restore_reason is not None:
-                    await self.snapshots.restore(live, live.restore_reason)
-                    live.restore_reason = None
-            self.lifecycle.change(live.record, SessionState.RUNNING)
-            loop = self.loop_class(self, live)
-            if live.record.options.get("autonomous"):
-                await self.autonomy.run(live, loop)
-            else:
-                await loop.run(live.record.options.get("max_turns"))
-            if self._waits_after_answer(live):
-                self.lifecycle.change(live.record, SessionState.IDLE)
-            elif live.answered:
-                self.lifecycle.change(live.record, SessionState.DONE)
-            else:
-                self._fail(live, "ended without an answer")
-        except asyncio.CancelledError:
-            if live.cancelling and not live.state.terminal:
-                self.lifecycle.change(live.record, SessionState.CANCELLED, reason="cancelled")
-            elif not live.cancelling:
-                raise  # the daemon is stopping: the session stays resumable
-        except TurnLimitReached as e:
-            self._fail(live, str(e))
-        except KernelsUnavailable as e:
-            self._kernels_unavailable(live, e.message)
-        except PrimeError as e:
-            self._fail(live, e.message)
-        except Exception as e:
-            self.log.exception("session %s failed", live.id)
-            self._fail(live, f"{type(e).__name__}: {e}")
-        finally:
-            if acquired:
-                self.scheduler.release(live.id)
-
-    def _end_as(self, live: LiveSession, recorded: SessionRecord) -> None:
-        if recorded.state != SessionState.DONE:
-            self._fail(live, recorded.error or f"ended {recorded.state.value}")
-            return
-        kind = "answer" if recorded.answer_blob else "reply"
-        self.record_answer(live, recorded.answer_blob, recorded.answer_repr or "", kind)
-        self.lifecycle.change(live.record, SessionState.DONE)
-
-    def _kernels_unavailable(self, live: LiveSession, error: str) -> None:
-        """No kernel can be had (a gateway down, or refusing us). A root that was at work
-        waits INACTIVE, resumable once the gateway is back (its conversation at its last
-        turn, its REPL from its latest snapshot); a child fails, so that its parent's rlm()
-        is not left waiting on it; a session that never started fails."""
-        if live.runner is not None:
-            self.spawn(self.custody.release(live), f"release-{live.id}")
-        worked = live.state in (SessionState.RUNNING, SessionState.INACTIVE)
-        if live.state.terminal or not worked or live.record.parent_id is not None:
-            self._fail(live, error)
-            return
-        self.recovery.kernel_lost(live, error)
-        live.restore_reason = f"{error}; a new kernel was started."
-        if live.state != SessionState.INACTIVE:
-            self.lifecycle.change(
-                live.record,
-                SessionState.INACTIVE,
-                reason=f"{error}; `prime-agent resume {live.id}` (or a message) runs it again",
-            )
-
-    def _fail(self, live: LiveSession, error: str) -> None:
-        if not live.state.terminal:
-            self.lifecycle.change(live.record, SessionState.FAILED, error=error)
-
-    def wake(self, live: LiveSession) -> None:
-        """Start another run of an IDLE or INACTIVE agent's loop (a message arrived)."""
-        if not live.record.is_agent or live.state not in (
-            SessionState.IDLE,
-            SessionState.INACTIVE,
-        ):
-            return
-        if live.task is not None and not live.task.done():
-            return  # already woken; the turn to come reads all unread mail
-        # The answer a persistent session gave belongs to the request it answered; whoever
-        # waits on it now waits for the answer to this turn.
-        live.answered = False
-        live.settled.clear()
-        if live.record.answer_blob or live.record.answer_repr is not None:
-            live.record.update(answer_repr=None, answer_blob=None)
-        self.start_run(live)
-
-    def _released(self, session_id: str) -> None:
-        """No schedule ticks to the session any more: one that waited IDLE (or INACTIVE) only
-        for its heartbeats ends now, as it would have when it answered."""
-        live = self.live.get(session_id)
-        if (
-            live is None
-            or not live.record.is_agent
-            or live.record.options.get("persistent")
-            or live.state not in (SessionState.IDLE, SessionState.INACTIVE)
-            or (live.task is not None and not live.task.done())
-        ):
-            return
-        if live.record.answer_repr is not None or live.record.answer_blob:
-            self.lifecycle.change(live.record, SessionState.DONE, reason="its schedules ended")
-        else:
-            self._fail(live, "ended without an answer")
-
-    def _wake_if_mail(self, record: SessionRecord, live: LiveSession | None, _: Any) -> None:
-        """Mail that came in after the last turn took its news: wake again, once the run that
-        is now settling has finished."""
-        if live is None or not record.is_agent:
-            return
-
-        async def check() -> None:
-            await asyncio.sleep(0)
-            if live.state == SessionState.IDLE and await self.mailbox.has_unread(live):
-                self.wake(live)
-
-        self.spawn(check(), f"mail-{record.id}")
 
     # -- the LoopHost -----------------------------------------------------------------------
     @property
@@ -915,18 +800,13 @@ class Daemon(LoggingConfigurable):
         for kind, data in held:
             self.emit(live, kind, data)
 
-    def _waits_after_answer(self, live: LiveSession) -> bool:
-        """Whether the session waits IDLE for more once its run ends (a persistent one, or one
-        a schedule still ticks to: its heartbeat) instead of ending."""
-        return bool(live.record.options.get("persistent")) or self.schedules.keeps_alive(live.id)
-
     def _snapshot_due(self, live: LiveSession) -> bool:
         """Whether to snapshot at this turn boundary: while snapshots stay a small share of the
         session's time (`snapshot_overhead`)."""
         if self.snapshot_overhead <= 0 or not live.record.started:
             return False
         if live.answered and not (
-            live.record.options.get("autonomous") or self._waits_after_answer(live)
+            live.record.options.get("autonomous") or self.runs.waits_after_answer(live)
         ):
             # Its REPL will never be resumed: the turn ends the session (a fan-out's children
             # answer at their first cell, where a snapshot would have doubled their time).
@@ -986,79 +866,6 @@ class Daemon(LoggingConfigurable):
         if not record.context_blob or not self.store.has_blob(record.context_blob):
             raise NotFound(f"session {session_id} has no context")
         return await self.store.get_blob(record.context_blob)
-
-    # -- waiting, cancelling --------------------------------------------------------------
-    async def wait(
-        self, session_id: str, timeout: float | None, *, caller: LiveSession | None = None
-    ) -> dict[str, Any]:
-        """Wait until the session settles (or `timeout`); a calling session gives its
-        concurrency slot to others meanwhile."""
-        self.registry.get(session_id)
-        live = self.live.get(session_id)
-        if live is not None and not live.settled.is_set():
-            if caller is not None:
-                self.scheduler.suspend(caller.id)
-            try:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(live.settled.wait(), timeout)
-            finally:
-                if caller is not None:
-                    self.scheduler.resume(caller.id)
-        return self.session_json(session_id)
-
-    async def cancel(self, session_id: str) -> dict[str, Any]:
-        """Cancel a session and its whole subtree; a no-op (that says so) if it has ended."""
-        record = self.registry.get(session_id)
-        targets = [record, *self.registry.descendants(session_id)]
-        cancelled = []
-        for rec in reversed(targets):  # children first, so none outlives its parent's cancel
-            if rec.terminal:
-                continue
-            live = self.live.get(rec.id)
-            if not rec.is_agent:
-                # A notebook session ends when its kernel does; cancelling it means its
-                # children (cancelled above) and nothing more.
-                continue
-            cancelled.append(rec.id)
-            if live is None:
-                self.lifecycle.change(rec, SessionState.CANCELLED, reason="cancelled")
-                continue
-            live.cancelling = True
-            if live.task and not live.task.done():
-                live.task.cancel()
-            else:
-                self.lifecycle.change(rec, SessionState.CANCELLED, reason="cancelled")
-        waits = [self.live[s].task for s in cancelled if s in self.live and self.live[s].task]
-        await asyncio.gather(*[t for t in waits if t], return_exceptions=True)
-        return {
-            "cancelled": cancelled,
-            "already_ended": record.terminal and session_id not in cancelled,
-            "state": record.state.value,
-        }
-
-    def resume(self, session_id: str) -> dict[str, Any]:
-        """Run an INACTIVE agent session again (one a restart left waiting, see recovery.py)."""
-        record = self.registry.get(session_id)
-        live = self.live.get(session_id)
-        if not record.is_agent or record.state != SessionState.INACTIVE or live is None:
-            raise Conflict(
-                f"session {session_id} is {record.state.value}, not INACTIVE: nothing to resume"
-            )
-        self.wake(live)
-        return self.session_json(session_id)
-
-    async def interrupt(self, session_id: str) -> None:
-        """Interrupt what the session does: its model's reply as it streams (the agent keeps
-        what was said and is told), else its running cell."""
-        self.registry.get(session_id)
-        live = self.live.get(session_id)
-        if live is not None and live.reply_task is not None and not live.reply_task.done():
-            live.reply_interrupted = True
-            live.reply_task.cancel()
-            return
-        if live is None or live.runner is None:
-            raise PrimeError(f"session {session_id} has no running kernel to interrupt")
-        await live.runner.interrupt()
 
     # -- plain model calls ----------------------------------------------------------------
     async def llm(
@@ -1146,7 +953,7 @@ class Daemon(LoggingConfigurable):
 
 
 # The classes whose settings a daemon reads: itself and the services it builds.
-SERVICES: tuple[type[LoggingConfigurable], ...] = (Daemon, KernelCustody, Admission)
+SERVICES: tuple[type[LoggingConfigurable], ...] = (Daemon, KernelCustody, Admission, Runs)
 
 
 def _check_answering(live: LiveSession) -> None:

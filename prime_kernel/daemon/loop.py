@@ -82,7 +82,7 @@ class LoopHost(Protocol):
 
 
 class AgentLoop:
-    """Runs one session's turns. Subclass and set `Daemon.loop_class` to change the policy."""
+    """Runs one session's turns. Subclass and set `Runs.loop_class` to change the policy."""
 
     def __init__(self, host: LoopHost, live: LiveSession) -> None:
         self.host = host

@@ -200,7 +200,7 @@ class Recovery:
             else:
                 if live.state == SessionState.ADMITTED:
                     daemon.emit(live, EventKind.RESUME, {"reason": "queued again after a restart"})
-                daemon.start_run(live)
+                daemon.runs.start(live)
         self._to_run.clear()
         resting, self._resting = self._resting, []
         if resting and daemon.auto_resume:
@@ -211,7 +211,7 @@ class Recovery:
         sessions it is for."""
         for live in lives:
             if live.state == SessionState.INACTIVE and await self.daemon.mailbox.has_unread(live):
-                self.daemon.wake(live)
+                self.daemon.runs.wake(live)
 
     async def prepare(self, live: LiveSession) -> None:
         """Before a run of a session taken over from an earlier daemon: its conversation back

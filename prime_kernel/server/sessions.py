@@ -61,7 +61,7 @@ class SessionHandler(UserHandler):
         self.write_json(self.daemon.session_json(session_id))
 
     async def delete(self, session_id: str) -> None:
-        await self.reply(await self.daemon.cancel(session_id))
+        await self.reply(await self.daemon.runs.cancel(session_id))
 
 
 class EventsHandler(UserHandler):
@@ -81,7 +81,7 @@ class InterruptHandler(UserHandler):
     needs_space = False  # stopping what fills the disk must stay possible
 
     async def post(self, session_id: str) -> None:
-        await self.daemon.interrupt(session_id)
+        await self.daemon.runs.interrupt(session_id)
         self.write_json({"interrupted": session_id})
 
 
@@ -98,7 +98,7 @@ class ReplayOfHandler(KernelHandler):
 
 class ResumeHandler(UserHandler):
     async def post(self, session_id: str) -> None:
-        await self.reply(self.daemon.resume(session_id))
+        await self.reply(self.daemon.runs.resume(session_id))
 
 
 class ModelsHandler(UserHandler):
@@ -144,14 +144,14 @@ class ChildHandler(KernelHandler):
 
     async def delete(self, session_id: str) -> None:
         self.daemon.descendant_of(self.caller, session_id)
-        await self.reply(await self.daemon.cancel(session_id))
+        await self.reply(await self.daemon.runs.cancel(session_id))
 
 
 class WaitHandler(KernelHandler):
     async def get(self, session_id: str) -> None:
         self.daemon.descendant_of(self.caller, session_id)
         timeout = self.query_seconds("timeout", MAX_WAIT, MAX_WAIT)
-        self.write_json(await self.daemon.wait(session_id, timeout, caller=self.caller))
+        self.write_json(await self.daemon.runs.wait(session_id, timeout, caller=self.caller))
 
 
 class AnswerOfHandler(KernelHandler):

@@ -31,7 +31,7 @@ assert base64.b64decode(PNG_B64).startswith(b"\x89PNG")
 async def finish(daemon: Daemon, prompt: str, model: str, **options: Any) -> dict[str, Any]:
     """Run a root session to its end; its record."""
     record = await daemon.create_session(SessionRequest(prompt, model=model, **options))
-    return await daemon.wait(record["id"], 60)
+    return await daemon.runs.wait(record["id"], 60)
 
 
 async def person_runs(daemon: Daemon, session_id: str, code: str) -> None:

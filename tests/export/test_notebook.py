@@ -153,7 +153,7 @@ async def test_failed_cancelled_empty_and_running_sessions(daemon, script, expor
     assert "Not finished" in nb.cells[0].source and not nb.metadata.prime.ended_when_exported
     assert code_cells(nb)[0].outputs[0].text == "started\n"
 
-    await daemon.cancel(sid)
+    await daemon.runs.cancel(sid)
     nb = await notebook_of(daemon, exporter, sid)
     assert nb.metadata.prime.state == "CANCELLED"
     assert "CANCELLED" in nb.cells[-1].source and "Not finished" not in nb.cells[0].source

@@ -83,7 +83,7 @@ async def test_the_kernel_is_the_gateways_and_interrupt_and_cancel_go_through_it
     assert kernel_id in await asyncio.to_thread(gateway.kernel_ids)
     assert kernel_id not in (daemon.kernel_manager or {})
 
-    await daemon.interrupt(sid)  # POST /api/kernels/{id}/interrupt on the gateway
+    await daemon.runs.interrupt(sid)  # POST /api/kernels/{id}/interrupt on the gateway
 
     async def interrupted() -> bool:
         cells = await events(daemon, sid, "cell")
@@ -91,7 +91,7 @@ async def test_the_kernel_is_the_gateways_and_interrupt_and_cancel_go_through_it
 
     await wait_for(interrupted)
     await cell_started(daemon, sid, 2)
-    await daemon.cancel(sid)
+    await daemon.runs.cancel(sid)
     record = await state_of(daemon, sid, "CANCELLED")
     cells = await events(daemon, sid, "cell")
     assert [c["data"]["status"] for c in cells] == ["error", "cancelled"], record
@@ -121,7 +121,7 @@ async def test_a_gateway_killed_mid_cell_leaves_the_session_resumable(
     assert f"prime-agent resume {sid}" in reason
 
     await asyncio.to_thread(gateway.start)
-    daemon.resume(sid)
+    daemon.runs.resume(sid)
     record = await state_of(daemon, sid, "DONE", "FAILED")
     states = [e["data"] for e in await events(daemon, sid, "state")]
     assert record["state"] == "DONE", states

@@ -24,7 +24,7 @@ async def test_an_agents_memory_waits_for_review_then_reaches_the_next_sessions_
         ]
     )
     first = await daemon.create_session(SessionRequest("learn the data format", model=writer))
-    done = await daemon.wait(first["id"], 60)
+    done = await daemon.runs.wait(first["id"], 60)
     assert done["state"] == "DONE"
     rid = done["answer_repr"].strip("'")
     assert "Proposal pending" in "".join(
@@ -37,7 +37,7 @@ async def test_an_agents_memory_waits_for_review_then_reaches_the_next_sessions_
         seen: list[list[dict[str, Any]]] = []
         reader = script([capture(seen, {"text": "ok"})])
         rec = await daemon.create_session(SessionRequest("read the csv data files", model=reader))
-        assert (await daemon.wait(rec["id"], 60))["state"] == "DONE"
+        assert (await daemon.runs.wait(rec["id"], 60))["state"] == "DONE"
         assert seen[0][0]["role"] == "system"
         return str(seen[0][0]["content"])
 
@@ -71,7 +71,7 @@ async def test_under_auto_an_agents_note_applies_at_once_and_rolls_back(
         ]
     )
     first = await daemon.create_session(SessionRequest("set the style", model=writer))
-    assert (await daemon.wait(first["id"], 60))["answer_repr"] == "1"
+    assert (await daemon.runs.wait(first["id"], 60))["answer_repr"] == "1"
     proposal = json.loads((await jp_fetch("api", "prime", "harness", "refinements")).body)
     rid = proposal["refinements"][0]["id"]
     assert proposal["refinements"][0]["author"] == first["id"]
@@ -148,7 +148,7 @@ async def test_an_injected_note_reaches_no_other_session_before_approval(
     rec = await daemon.create_session(
         SessionRequest("do something", model=script([{"code": inject}]))
     )
-    done = await daemon.wait(rec["id"], 60)
+    done = await daemon.runs.wait(rec["id"], 60)
     status, rid = eval(done["answer_repr"])  # a list of an int and a string
     assert status == 202
 
@@ -156,7 +156,7 @@ async def test_an_injected_note_reaches_no_other_session_before_approval(
     later = await daemon.create_session(
         SessionRequest("unrelated", model=script([capture(seen, {"text": "ok"})]))
     )
-    await daemon.wait(later["id"], 60)
+    await daemon.runs.wait(later["id"], 60)
     assert "PWNED" not in json.dumps(seen)
     record = json.loads((await jp_fetch("api", "prime", "harness", "refinements", rid)).body)
     assert record["status"] == "proposed" and record["author"] == rec["id"]

@@ -121,7 +121,7 @@ async def test_skill_callable_and_project_wins_over_global(
         ]
     )
     rec = await daemon.create_session(SessionRequest("add", model=agent))
-    done = await daemon.wait(rec["id"], 60)
+    done = await daemon.runs.wait(rec["id"], 60)
     assert done["answer_repr"] == "9"
     cells = [e["data"] for e in await daemon.events(rec["id"]) if e["kind"] == "cell"]
     text = "".join(o.get("text", "") for o in cells[0]["outputs"])

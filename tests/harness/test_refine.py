@@ -50,7 +50,7 @@ async def review(jp_fetch: Any, rid: str, action: str, **body: Any) -> dict[str,
 async def failed_session(daemon: Daemon, script) -> str:
     model = script([{"code": "1/0"}, {"code": "x = 1/0"}])
     rec = await daemon.create_session(SessionRequest("compute the ratio", model=model, max_turns=2))
-    assert (await daemon.wait(rec["id"], 60))["state"] == "FAILED"
+    assert (await daemon.runs.wait(rec["id"], 60))["state"] == "FAILED"
     return str(rec["id"])
 
 
@@ -245,7 +245,7 @@ async def test_refine_from_the_repl_is_authored_by_the_session(daemon: Daemon, s
         [{"code": "r = refine('remember things'); print(r['status'])"}, {"code": "answer(r['id'])"}]
     )
     rec = await daemon.create_session(SessionRequest("improve", model=agent))
-    done = await daemon.wait(rec["id"], 60)
+    done = await daemon.runs.wait(rec["id"], 60)
     rid = done["answer_repr"].strip("'")
     record = refine.get_refinement(daemon.harness, rid)
     assert record["author"] == rec["id"] and record["status"] == "applied"
@@ -420,7 +420,7 @@ async def test_the_prompt_leaves_the_reply_room_in_the_models_window(daemon: Dae
         rec = await daemon.create_session(
             SessionRequest(f"noisy task {i} " + "padding " * 300, model=noisy, max_turns=1)
         )
-        await daemon.wait(rec["id"], 60)
+        await daemon.runs.wait(rec["id"], 60)
         sids.append(rec["id"])
     seen: list[list[dict[str, Any]]] = []
 

@@ -232,7 +232,7 @@ async def test_another_sessions_routes(
     assert found["forged_token"] == 401
     assert all(status in (403, "URLError") for status in found["user_api"]), found
     assert daemon.session_json(victim["id"])["state"] in ("ADMITTED", "RUNNING")  # untouched
-    await daemon.cancel(victim["id"])
+    await daemon.runs.cancel(victim["id"])
 
 
 async def test_a_pool_kernels_token_makes_no_phantom_session(prime_mode, daemon):

@@ -101,7 +101,7 @@ async def test_an_exported_notebook_never_unpickles_what_an_agent_chose(
     )
     child = found["child"]
     parent = daemon.registry.get(child).parent_id
-    await daemon.wait(child, 60)
+    await daemon.runs.wait(child, 60)
     assert not marker.exists()  # the child refused to load it
     await jp_fetch(
         "api",

@@ -107,9 +107,9 @@ async def test_caps_end_in_their_own_cell(daemon, script, jp_fetch) -> None:
     for _ in range(10):
         assert (await jp_fetch("api", "prime", "sessions")).code == 200
         await asyncio.sleep(0.3)
-    done = await daemon.wait(bomber["id"], 180)
+    done = await daemon.runs.wait(bomber["id"], 180)
     assert done["state"] == "DONE", done.get("error")
-    assert (await daemon.wait(other["id"], 120))["state"] == "DONE"
+    assert (await daemon.runs.wait(other["id"], 120))["state"] == "DONE"
     found = json.loads(daemon.session_json(bomber["id"])["answer_repr"].strip("'"))
 
     uid = found["uid"]
@@ -155,6 +155,6 @@ async def test_each_kernel_has_a_uid_of_its_own(daemon, script) -> None:
     ]
     uids = set()
     for s in sessions:
-        assert (await daemon.wait(s["id"], 120))["state"] == "DONE"
+        assert (await daemon.runs.wait(s["id"], 120))["state"] == "DONE"
         uids.add(daemon.session_json(s["id"])["answer_repr"])
     assert len(uids) == 2 and "0" not in uids, uids

@@ -60,7 +60,7 @@ async def test_a_planted_secret_is_kept_nowhere(
     sid = await start_session(
         jp_fetch, f"root {planted}", name=f"n {provider_key}", context={"s": planted}, model=agent
     )
-    assert (await daemon.wait(sid, 120))["state"] == "DONE"
+    assert (await daemon.runs.wait(sid, 120))["state"] == "DONE"
     # The agent's memory is a proposal (the review policy): a person approves it, scrubbed.
     (proposal,) = [r for r in daemon.harness.versions().refinements() if "planted" in r["summary"]]
     await jp_fetch(
@@ -90,7 +90,7 @@ async def test_a_planted_secret_is_kept_nowhere(
     later = await start_session(
         jp_fetch, "later", model=script(recording(requests, [{"text": "fine"}]))
     )
-    await daemon.wait(later, 60)
+    await daemon.runs.wait(later, 60)
     assert "memory [REDACTED] and [REDACTED]" in requests[-1]
     assert "note [REDACTED] and [REDACTED]" in requests[-1]
     await daemon.store.flush()

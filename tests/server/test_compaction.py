@@ -49,7 +49,7 @@ def _after_summary(model: Model) -> list[dict[str, Any]]:
 
 async def _run(daemon: Daemon, jp_fetch: Any, model: Model) -> tuple[dict[str, Any], list[Any]]:
     sid = await start_session(jp_fetch, "Count the rows.", model=model.name)
-    record = await daemon.wait(sid, 90)
+    record = await daemon.runs.wait(sid, 90)
     return record, await daemon.events(sid)
 
 

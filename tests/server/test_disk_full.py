@@ -69,7 +69,7 @@ async def test_a_full_disk_fails_once_and_clearly_then_recovers(
     # Twenty turns it would spend if each failure were only another turn.
     model = script([{"code": RAW_REQUEST + FILL}] + [{"code": "print('still here')"}] * 19)
     sid = await start_session(jp_fetch, "fill the disk", model=model, max_turns=20)
-    record = await daemon.wait(sid, 120)
+    record = await daemon.runs.wait(sid, 120)
     assert record["state"] == "FAILED"
     assert f"the disk under {jp_root_dir.resolve()}" in record["error"]
     assert "is full" in record["error"]
@@ -97,7 +97,7 @@ async def test_a_full_disk_fails_once_and_clearly_then_recovers(
     # Space freed: everything works again, and what the store kept meanwhile is written.
     (jp_root_dir / "fill.bin").unlink()
     again = await start_session(jp_fetch, "after", model=script([{"code": "answer(2)"}]))
-    assert (await daemon.wait(again, 120))["state"] == "DONE"
+    assert (await daemon.runs.wait(again, 120))["state"] == "DONE"
     await daemon.store.flush(timeout=30)
     kinds = [e["kind"] for e in await daemon.store.events(sid)]
     assert kinds.count("cell") == 1 and kinds[-1] == "state"

@@ -97,7 +97,7 @@ async def test_no_input_gets_a_500(
     real = await daemon.create_session(
         SessionRequest("a real one", model=script([{"code": "answer(1)"}]))
     )
-    await daemon.wait(real["id"], 60)
+    await daemon.runs.wait(real["id"], 60)
     # A kernel's capability, for the kernel routes (standing for a notebook session).
     token = daemon.tokens.mint("fuzz-kernel", notebook=True)
     base = jp_base_url.rstrip("/")
@@ -112,7 +112,7 @@ async def test_no_input_gets_a_500(
     again = await daemon.create_session(
         SessionRequest("after", model=script([{"code": "answer(2)"}]))
     )
-    assert (await daemon.wait(again["id"], 60))["state"] == "DONE"
+    assert (await daemon.runs.wait(again["id"], 60))["state"] == "DONE"
 
 
 async def _fuzz(

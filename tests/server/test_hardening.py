@@ -150,7 +150,7 @@ async def test_refine_only_from_reachable_sessions(daemon, user_kernel, script):
     other = await daemon.create_session(
         SessionRequest("someone else's", model=script([{"text": "secret"}]))
     )
-    await daemon.wait(other["id"], 60)
+    await daemon.runs.wait(other["id"], 60)
     model = script(
         [
             {

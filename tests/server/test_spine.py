@@ -238,7 +238,7 @@ async def test_rest_api(daemon, jp_fetch, script):
     )
     assert resp.code == 201
     sid = json.loads(resp.body)["id"]
-    await daemon.wait(sid, 60)
+    await daemon.runs.wait(sid, 60)
     listed = json.loads((await jp_fetch("api", "prime", "sessions")).body)["sessions"]
     assert sid in [s["id"] for s in listed]
     assert json.loads((await jp_fetch("api", "prime", "sessions", sid)).body)["answer_repr"] == "7"
