@@ -30,6 +30,7 @@ from traitlets.config import LoggingConfigurable
 from ..protocol.errors import PrimeError
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
+from .access import TokenRegistry
 from .events import EventLog
 from .kernels import CellResult, KernelPool, KernelRunner
 from .launcher import KernelLauncher
@@ -40,7 +41,6 @@ from .records import SessionRecord
 from .registry import SessionRegistry
 from .session import LiveSession
 from .store import Store
-from .tokens import TokenRegistry
 
 Spawn = Callable[[Coroutine[Any, Any, Any], str], "asyncio.Task[Any]"]
 

@@ -24,7 +24,7 @@ import contextlib
 import json
 import pickle
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +41,15 @@ from ..protocol.errors import (
     InvalidRequest,
     NotFound,
     PrimeError,
-    Unauthorized,
 )
 from ..protocol.events import EventKind
 from ..protocol.requests import SessionRequest
-from ..protocol.states import TERMINAL, SessionKind, SessionState
+from ..protocol.states import TERMINAL, SessionState
 from ..util.files import new_id
-from ..util.moved import relocate
 from ..util.redact import Scrubber, daemon_secrets
-from . import usage as usage_mod
+from .access import Access, TokenRegistry
 from .accounting import Accounting
-from .admission import Admission, cut
+from .admission import Admission
 from .autonomy import Autonomy
 from .collector import Collector
 from .compaction import compact_if_needed
@@ -66,6 +64,7 @@ from .learning import Learner
 from .lifecycle import Lifecycle
 from .listing import Listing
 from .mailbox import Limits, Mailbox
+from .moved import relocate
 from .observation import render
 from .passivation import Passivation, Snapshots
 from .prompt_cache import stable_length
@@ -80,10 +79,9 @@ from .schedules import Schedules
 from .session import Conversation, LiveSession
 from .store import SqliteStore, Store
 from .streaming import ReplyStream
-from .tokens import TokenRegistry
 
 # Settings that moved off the Daemon to the service that reads them: `c.Daemon.<name>` still
-# works this release, with a warning (util/moved.py).
+# works this release, with a warning (moved.py).
 MOVED = {
     name: new_cls
     for new_cls, names in {
@@ -343,6 +341,13 @@ class Daemon(LoggingConfigurable):
             replays=self.replays,
             parent=self,
         )
+        self.access = Access(
+            tokens=self.tokens,
+            registry=self.registry,
+            events=self.event_log,
+            admission=self.admission,
+            new_live=self.new_live,
+        )
         self.refiner = Refiner(self)
         self.learner = Learner(
             registry=self.registry,
@@ -356,11 +361,9 @@ class Daemon(LoggingConfigurable):
         self.recovery = Recovery(self)
         self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
         self.launcher: KernelLauncher | None = None
-        self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
         # An id of this daemon's run: list cursors (`changed_after`) are only valid within it.
         self.epoch = new_id()
         self._background: set[asyncio.Task[Any]] = set()
-        self._notebook_locks: dict[str, asyncio.Lock] = {}
         self._opened = False
         # Set when stop() begins: the server refuses requests from then on.
         self.stopping = False
@@ -553,61 +556,6 @@ class Daemon(LoggingConfigurable):
             child = {"child_id": record.id, "name": record.name, "prompt": record.prompt}
             self.event_log.emit(parent, EventKind.CHILD, child)
         self.runs.start(live)
-
-    async def notebook_session(self, kernel_id: str) -> LiveSession:
-        """The session standing for a user's kernel (a notebook), created on its first call."""
-        # Two first calls at once (threads in one kernel) must not create two sessions.
-        async with self._notebook_locks.setdefault(kernel_id, asyncio.Lock()):
-            existing = self.tokens.session_for_kernel(kernel_id)
-            if existing and existing in self.live:
-                return self.live[existing]
-            path = await self.kernel_path(kernel_id) if self.kernel_path else None
-            session_id = new_id("n")
-            now = time.time()
-            record = SessionRecord(
-                id=session_id,
-                name=cut(path, self.admission.max_name_chars)
-                if path
-                else f"kernel {kernel_id[:8]}",
-                prompt=f"notebook {path}" if path else f"kernel {kernel_id}",
-                state=SessionState.IDLE,
-                kind=SessionKind.NOTEBOOK,
-                root_id=session_id,
-                created=now,
-                started=now,
-                notebook_path=path,
-                kernel_id=kernel_id,
-                usage=usage_mod.empty(),
-            )
-            record.adopt(self.store.insert_session(record.to_row()))
-            self.registry.add(record, self.store.update_session)
-            live = self.new_live(record)
-            self.tokens.bind(kernel_id, session_id)
-            self.emit(live, EventKind.STATE, {"state": SessionState.IDLE.value})
-            return live
-
-    async def caller(self, token: str | None) -> LiveSession:
-        """The session a kernel's token stands for (Unauthorized for a bad or ended one)."""
-        kernel_id = self.tokens.kernel_for(token)
-        if kernel_id is None:
-            raise Unauthorized(
-                "missing session token" if not token else "unknown or revoked session token"
-            )
-        session_id = self.tokens.session_for_kernel(kernel_id)
-        if session_id is None:
-            if not self.tokens.may_be_notebook(kernel_id):
-                # A pool kernel's token (stolen, or used before its session starts).
-                raise Forbidden("this kernel does not serve a session (yet)")
-            live = await self.notebook_session(kernel_id)
-        else:
-            live = self.live.get(session_id)  # type: ignore[assignment]
-            if live is None:
-                raise Unauthorized("this kernel's session is no longer running")
-        if live.state.terminal and live.record.is_agent:
-            # A kernel kept alive after its session ended may still be used by a person,
-            # but it cannot act as the session any more.
-            raise Unauthorized(f"session {live.id} has ended ({live.state.value})")
-        return live
 
     # -- the LoopHost -----------------------------------------------------------------------
     @property
@@ -930,26 +878,6 @@ class Daemon(LoggingConfigurable):
 
     def descendant_ids(self, session_id: str) -> list[str]:
         return [r.id for r in self.registry.descendants(session_id)]
-
-    def can_reach(self, caller: LiveSession, target_id: str) -> bool:
-        """Whether `caller` may observe or control `target_id`: its own descendants."""
-        return self.registry.is_below(target_id, caller.id)
-
-    def own_tree(self, caller: LiveSession, session_id: object) -> str:
-        """`session_id` (default: the caller) if it is the caller or one of its descendants."""
-        session_id = session_id or caller.id
-        if not isinstance(session_id, str):
-            raise PrimeError("'session_id' must be a string")
-        if session_id != caller.id and not self.can_reach(caller, session_id):
-            self.registry.get(session_id)  # a clear 404 for ids that do not exist
-            raise Forbidden(f"session {session_id} is not {caller.id} or one of its descendants")
-        return session_id
-
-    def descendant_of(self, caller: LiveSession, session_id: str) -> None:
-        """Refuse (404 for unknown ids, else 403) unless `session_id` is below the caller."""
-        if not self.can_reach(caller, session_id):
-            self.registry.get(session_id)
-            raise Forbidden(f"session {session_id} is not a descendant of session {caller.id}")
 
 
 # The classes whose settings a daemon reads: itself and the services it builds.

@@ -42,8 +42,8 @@ from traitlets import Bool, Dict, Float, Instance, Unicode, default
 
 from ..protocol.errors import KernelsUnavailable
 from ..protocol.wire import BOOT_ENV
+from .access import TokenRegistry
 from .launcher import KernelLauncher, describe_exit
-from .tokens import TokenRegistry
 
 log = logging.getLogger(__name__)
 

@@ -100,7 +100,7 @@ class PrimeApp(ExtensionApp):
             self._unavailable(e)
             return
         self.daemon = daemon
-        self.daemon.kernel_path = self._kernel_path
+        self.daemon.access.kernel_path = self._kernel_path
         self.sandbox = Sandbox(parent=self)
         activate(self.sandbox)
         line = self.sandbox.describe()

@@ -184,7 +184,7 @@ class KernelHandler(PrimeHandler):
 
     async def prepare(self, **kwargs: Any) -> None:
         await super().prepare(**kwargs)
-        self.caller = await self.daemon.caller(self.request.headers.get(TOKEN_HEADER))
+        self.caller = await self.daemon.access.caller(self.request.headers.get(TOKEN_HEADER))
         if not self.daemon.started and self.request.method != "GET":
             # A change made now would wait for the daemon's start on the server's side, with
             # nothing said in the cell; the kernel's client says so and retries.

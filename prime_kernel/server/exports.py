@@ -93,7 +93,7 @@ class ExportHandler(_Exporting, UserHandler):
 class KernelExportHandler(_Exporting, KernelHandler):
     async def post(self) -> None:
         body = self.body("kernel_export")
-        session_id = self.daemon.own_tree(self.caller, body.get("session_id"))
+        session_id = self.daemon.access.own_tree(self.caller, body.get("session_id"))
         subtree = body.get("subtree", False)
         path = body.get("path") or default_target(session_id, subtree)
         parts = target_parts(

@@ -353,7 +353,7 @@ class KernelRefineHandler(_Harness, KernelHandler):
         body = self.body("refine")
         # A session refines from its own evidence (itself or its descendants), never from
         # sessions it cannot reach, and only while its budget allows another model call.
-        session_id = self.daemon.own_tree(caller, body.get("session_id"))
+        session_id = self.daemon.access.own_tree(caller, body.get("session_id"))
         self.daemon.check_limits(caller)
         record = await self.daemon.refiner.refine(
             instructions=body.get("instructions") or None,

@@ -35,7 +35,7 @@ class KernelVerifyHandler(KernelHandler):
                 "only a person verifies answers (from a notebook, the Agents panel or "
                 "`prime-agent verify`): an agent's verdict is not evidence"
             )
-        self.daemon.descendant_of(caller, session_id)
+        self.daemon.access.descendant_of(caller, session_id)
         body = self.body("verify")
         where = caller.record.notebook_path or caller.id
         verification = await self.daemon.learner.verify(

@@ -92,7 +92,7 @@ class ReplayReportHandler(UserHandler):
 
 class ReplayOfHandler(KernelHandler):
     async def get(self, session_id: str) -> None:
-        self.daemon.descendant_of(self.caller, session_id)
+        self.daemon.access.descendant_of(self.caller, session_id)
         self.write_json(await self.daemon.replays.report(session_id))
 
 
@@ -116,7 +116,7 @@ def _check_replay(handler: KernelHandler, request: SessionRequest) -> None:
     """An agent replays only sessions of its own tree (what it could read anyway); a person's
     notebook kernel, any session."""
     if request.replay is not None and handler.caller.record.is_agent:
-        handler.daemon.own_tree(handler.caller, request.replay)
+        handler.daemon.access.own_tree(handler.caller, request.replay)
 
 
 class ChildrenHandler(KernelHandler):
@@ -139,24 +139,24 @@ class BatchChildrenHandler(KernelHandler):
 
 class ChildHandler(KernelHandler):
     async def get(self, session_id: str) -> None:
-        self.daemon.descendant_of(self.caller, session_id)
+        self.daemon.access.descendant_of(self.caller, session_id)
         self.write_json(self.daemon.session_json(session_id))
 
     async def delete(self, session_id: str) -> None:
-        self.daemon.descendant_of(self.caller, session_id)
+        self.daemon.access.descendant_of(self.caller, session_id)
         await self.reply(await self.daemon.runs.cancel(session_id))
 
 
 class WaitHandler(KernelHandler):
     async def get(self, session_id: str) -> None:
-        self.daemon.descendant_of(self.caller, session_id)
+        self.daemon.access.descendant_of(self.caller, session_id)
         timeout = self.query_seconds("timeout", MAX_WAIT, MAX_WAIT)
         self.write_json(await self.daemon.runs.wait(session_id, timeout, caller=self.caller))
 
 
 class AnswerOfHandler(KernelHandler):
     async def get(self, session_id: str) -> None:
-        self.daemon.descendant_of(self.caller, session_id)
+        self.daemon.access.descendant_of(self.caller, session_id)
         data = await self.daemon.answer_bytes(session_id)
         self.set_header("Content-Type", "application/octet-stream")
         self.finish(data)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from prime_kernel.daemon import usage as usage_mod
+from prime_kernel.daemon.access import TokenRegistry
 from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.custody import KernelCustody
 from prime_kernel.daemon.kernels import CellResult
@@ -19,7 +20,6 @@ from prime_kernel.daemon.lifecycle import Lifecycle
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import LiveSession
-from prime_kernel.daemon.tokens import TokenRegistry
 from prime_kernel.protocol.errors import PrimeError
 from prime_kernel.protocol.states import SessionKind, SessionState
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from prime_kernel.daemon.tokens import TokenRegistry
+from prime_kernel.daemon.access import TokenRegistry
 from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import RAW_REQUEST, wait_for
 from tests.procs import descendants

@@ -11,7 +11,7 @@ from traitlets import Int
 from traitlets.config import Config, LoggingConfigurable
 
 from prime_kernel.daemon.daemon import Daemon
-from prime_kernel.util.moved import relocate
+from prime_kernel.daemon.moved import relocate
 
 
 class Old(LoggingConfigurable):
