@@ -122,7 +122,7 @@ def main() -> None:
                 "--Daemon.pool_size=2",
                 f"--Daemon.max_concurrent={args.max_concurrent}",
                 "--Daemon.keep_root_kernel=0",
-                "--Daemon.message_rate_limit=100000",
+                "--Mailbox.message_rate_limit=100000",
             ],
             lambda app: bench(app, args),
         )

@@ -63,7 +63,7 @@ from .launcher import KernelLauncher, LocalLauncher
 from .learning import Learner
 from .lifecycle import Lifecycle
 from .listing import Listing
-from .mailbox import Limits, Mailbox
+from .mailbox import Mailbox
 from .moved import relocate
 from .observation import render
 from .passivation import Passivation, Snapshots
@@ -109,6 +109,12 @@ MOVED = {
             "max_blob_bytes",
         ),
         "Runs": ("loop_class",),
+        "Mailbox": (
+            "message_max_bytes",
+            "max_pending_messages",
+            "message_rate_limit",
+            "message_rate_window",
+        ),
     }.items()
     for name in names
 }
@@ -147,18 +153,6 @@ class Daemon(LoggingConfigurable):
     max_llm_batch = Int(1000, config=True, help="Most prompts one llm.batch() call may send.")
     llm_batch_concurrency = Int(
         8, config=True, help="Model calls of one llm.batch() in flight at once."
-    )
-    message_max_bytes = Int(
-        64_000, config=True, help="Largest message (UTF-8 bytes) a send() may carry."
-    )
-    max_pending_messages = Int(
-        100, config=True, help="Unread messages a session's mailbox holds before sends fail."
-    )
-    message_rate_limit = Int(
-        60, config=True, help="Messages a sender may send per message_rate_window seconds."
-    )
-    message_rate_window = Float(
-        10.0, config=True, help="The window (seconds) message_rate_limit counts over."
     )
     idle_timeout = Float(
         1800.0,
@@ -299,12 +293,12 @@ class Daemon(LoggingConfigurable):
             before_save=lambda live: self.collector.auto_spill(live, "passivation"),
         )
         self.mailbox = Mailbox(
-            self.registry,
-            self.store,
-            self.event_log,
-            self.scheduler,
-            Limits(self),
-            lambda live: self.runs.wake(live),
+            registry=self.registry,
+            store=self.store,
+            events=self.event_log,
+            scheduler=self.scheduler,
+            wake=lambda live: self.runs.wake(live),
+            parent=self,
         )
         self.goals = Goals(self.registry, self.event_log, parent=self)
         self.autonomy = Autonomy(
@@ -881,7 +875,13 @@ class Daemon(LoggingConfigurable):
 
 
 # The classes whose settings a daemon reads: itself and the services it builds.
-SERVICES: tuple[type[LoggingConfigurable], ...] = (Daemon, KernelCustody, Admission, Runs)
+SERVICES: tuple[type[LoggingConfigurable], ...] = (
+    Daemon,
+    KernelCustody,
+    Admission,
+    Runs,
+    Mailbox,
+)
 
 
 def _check_answering(live: LiveSession) -> None:

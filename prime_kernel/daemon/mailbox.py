@@ -19,6 +19,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from traitlets import Float, Int
+from traitlets.config import LoggingConfigurable
+
 from ..protocol.errors import (
     Conflict,
     Forbidden,
@@ -43,44 +46,38 @@ GROUPS = {"parent": "parent", "children": "child", "siblings": "sibling"}
 _TO_HELP = "a handle, a session id, a name, or one of 'parent', 'children', 'siblings'"
 
 
-class Limits:
-    """The mailbox limits (read from the daemon's config each time, so they stay live)."""
+class Mailbox(LoggingConfigurable):
+    """Messages between sessions. Configure as `c.Mailbox.<trait>` (the limits are read at
+    each send, so a change takes effect at once)."""
 
-    def __init__(self, config: Any) -> None:
-        self._config = config
+    message_max_bytes = Int(
+        64_000, config=True, help="Largest message (UTF-8 bytes) a send() may carry."
+    )
+    max_pending_messages = Int(
+        100, config=True, help="Unread messages a session's mailbox holds before sends fail."
+    )
+    message_rate_limit = Int(
+        60, config=True, help="Messages a sender may send per message_rate_window seconds."
+    )
+    message_rate_window = Float(
+        10.0, config=True, help="The window (seconds) message_rate_limit counts over."
+    )
 
-    @property
-    def max_bytes(self) -> int:
-        return int(self._config.message_max_bytes)
-
-    @property
-    def max_pending(self) -> int:
-        return int(self._config.max_pending_messages)
-
-    @property
-    def rate(self) -> int:
-        return int(self._config.message_rate_limit)
-
-    @property
-    def window(self) -> float:
-        return float(self._config.message_rate_window)
-
-
-class Mailbox:
     def __init__(
         self,
+        *,
         registry: SessionRegistry,
         store: Store,
         events: EventLog,
         scheduler: Scheduler,
-        limits: Limits,
         wake: Callable[[LiveSession], None],
+        **kwargs: Any,
     ) -> None:
+        super().__init__(**kwargs)
         self.registry = registry
         self.store = store
         self.events = events
         self.scheduler = scheduler
-        self.limits = limits
         self.wake = wake
         self._sent: dict[str, deque[float]] = {}  # sender -> times of its recent messages
         self._arrived: dict[str, asyncio.Event] = {}  # recipient -> set when mail arrives
@@ -161,7 +158,6 @@ class Mailbox:
         Every check runs before anything is stored, so a refused send changes nothing.
         `sender` names a sender that is not a session (a person: "user"; a schedule).
         """
-        limits = self.limits
         if not isinstance(message, str) or not message:
             raise PrimeError(f"the message must be a non-empty string, not {message!r:.80}")
         try:
@@ -170,12 +166,12 @@ class Mailbox:
             raise PrimeError(
                 "the message is not valid Unicode (it holds a lone surrogate such as \\ud800)"
             ) from None
-        if size > limits.max_bytes:
+        if size > self.message_max_bytes:
             raise TooLarge(
-                f"the message is {size} bytes; the limit is {limits.max_bytes} "
-                "(Daemon.message_max_bytes): send a file name or a summary instead",
+                f"the message is {size} bytes; the limit is {self.message_max_bytes} "
+                "(c.Mailbox.message_max_bytes): send a file name or a summary instead",
                 size=size,
-                limit=limits.max_bytes,
+                limit=self.message_max_bytes,
             )
         targets = self.resolve(caller, to)
         live_targets = [self.registry.live[r.id] for r in targets if self._open(r)]
@@ -204,12 +200,12 @@ class Mailbox:
 
     async def check_room(self, target: LiveSession) -> None:
         """MailboxFull if `target` already holds as many unread messages as it may."""
-        limit = self.limits.max_pending
+        limit = self.max_pending_messages
         pending = len(await self.store.unread(target.id, _reader(target), limit))
         if pending >= limit:
             raise MailboxFull(
                 f"session {target.id} already has {pending} unread messages, the limit "
-                "(Daemon.max_pending_messages); wait until it reads them",
+                "(c.Mailbox.max_pending_messages); wait until it reads them",
                 limit=limit,
             )
 
@@ -227,7 +223,7 @@ class Mailbox:
         return self._deliver(None, sender, target, text, message_id=message_id, extra=extra)
 
     def _check_rate(self, sender: str, count: int) -> None:
-        window, limit = self.limits.window, self.limits.rate
+        window, limit = self.message_rate_window, self.message_rate_limit
         times = self._sent.setdefault(sender, deque())
         now = time.monotonic()
         while times and now - times[0] > window:
@@ -237,7 +233,7 @@ class Mailbox:
             who = f"session {sender}" if sender in self.registry.live else f"the {sender}"
             raise RateLimited(
                 f"{who} sent {len(times)} messages in the last {window:g} s and the limit is "
-                f"{limit} (Daemon.message_rate_limit); retry in {retry:.1f} s",
+                f"{limit} (c.Mailbox.message_rate_limit); retry in {retry:.1f} s",
                 retry_after=round(retry, 3),
             )
 

@@ -364,10 +364,10 @@ class Schedules(LoggingConfigurable):
         if not isinstance(message, str) or not message.strip():
             raise InvalidRequest("the message must be a non-empty string")
         size = len(message.encode("utf-8", "surrogatepass"))
-        if size > self.mailbox.limits.max_bytes:
+        if size > self.mailbox.message_max_bytes:
             raise InvalidRequest(
                 f"the message is {size} bytes; a tick carries at most "
-                f"{self.mailbox.limits.max_bytes} (Daemon.message_max_bytes)"
+                f"{self.mailbox.message_max_bytes} (c.Mailbox.message_max_bytes)"
             )
         target = self._target(caller, body)
         owner = caller.id if caller is not None else USER

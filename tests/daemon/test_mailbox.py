@@ -1,0 +1,89 @@
+"""The mailbox's limits over fakes (no server, no kernel): a message too big, a mailbox full
+and a sender too fast are each refused before anything is stored, naming the setting; an IDLE
+agent a message reaches is woken."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from prime_kernel.daemon import usage as usage_mod
+from prime_kernel.daemon.mailbox import Mailbox
+from prime_kernel.daemon.records import SessionRecord
+from prime_kernel.daemon.registry import SessionRegistry
+from prime_kernel.daemon.scheduler import Scheduler
+from prime_kernel.daemon.session import LiveSession
+from prime_kernel.protocol.errors import MailboxFull, RateLimited, TooLarge
+from prime_kernel.protocol.states import SessionKind, SessionState
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    def put_message(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+
+    async def unread(self, session_id: str, reader: Any, limit: int | None = None) -> list[Any]:
+        mine = [m for m in self.messages if m["to_id"] == session_id]
+        return mine[:limit] if limit else mine
+
+
+class FakeEvents:
+    def emit(self, record: Any, kind: Any, data: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+
+def world(**limits: Any) -> tuple[Mailbox, FakeStore, LiveSession, list[str]]:
+    registry = SessionRegistry()
+    record = SessionRecord(
+        id="s1",
+        name="s1",
+        prompt="p",
+        state=SessionState.IDLE,
+        kind=SessionKind.AGENT,
+        root_id="s1",
+        created=time.time(),
+        usage=usage_mod.empty(),
+    )
+    live = registry.live["s1"] = LiveSession(registry.add(record, lambda sid, fields: None))
+    store, woken = FakeStore(), []
+    mailbox = Mailbox(
+        registry=registry,
+        store=store,  # type: ignore[arg-type]
+        events=FakeEvents(),  # type: ignore[arg-type]
+        scheduler=Scheduler(1),
+        wake=lambda live: woken.append(live.id),
+        **limits,
+    )
+    return mailbox, store, live, woken
+
+
+def send(mailbox: Mailbox, text: str) -> list[dict[str, Any]]:
+    return asyncio.run(mailbox.send(None, "s1", text))
+
+
+def test_a_message_reaches_an_idle_agent_and_wakes_it() -> None:
+    mailbox, store, _, woken = world()
+    [receipt] = send(mailbox, "hello")
+    assert receipt["to"] == "s1" and store.messages[0]["message"] == "hello"
+    assert woken == ["s1"]
+
+
+def test_each_limit_refuses_before_anything_is_stored_naming_its_setting() -> None:
+    mailbox, store, _, _ = world(message_max_bytes=10, max_pending_messages=2)
+    with pytest.raises(TooLarge, match=r"11 bytes; the limit is 10 \(c\.Mailbox\.message_max"):
+        send(mailbox, "x" * 11)
+    send(mailbox, "one")
+    send(mailbox, "two")
+    with pytest.raises(MailboxFull, match=r"2 unread messages.*c\.Mailbox\.max_pending"):
+        send(mailbox, "three")
+    assert [m["message"] for m in store.messages] == ["one", "two"]
+    fast, _, _, _ = world(message_rate_limit=2, message_rate_window=60.0)
+    send(fast, "a")
+    send(fast, "b")
+    with pytest.raises(RateLimited, match=r"2 messages in the last 60 s.*c\.Mailbox\.message_rate"):
+        send(fast, "c")
