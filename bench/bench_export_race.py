@@ -62,7 +62,11 @@ def run() -> None:
     parser.add_argument("--mode", choices=["bwrap", "none"], default="bwrap")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as out:
-        argv = ["--Daemon.pool_size=1", f"--Sandbox.mode={args.mode}", "--Daemon.cell_timeout=7200"]
+        argv = [
+            "--KernelCustody.pool_size=1",
+            f"--Sandbox.mode={args.mode}",
+            "--KernelCustody.cell_timeout=7200",
+        ]
         serve(Path(root), argv, lambda app: main(args, app, Path(out)))
 
 

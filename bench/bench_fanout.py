@@ -218,7 +218,7 @@ def worker(args: argparse.Namespace) -> None:
         argv = [
             f"--LocalLauncher.fork={args.worker == 'fork'}",
             f"--Sandbox.mode={args.sandbox}",
-            "--Daemon.keep_root_kernel=0",
+            "--KernelCustody.keep_root_kernel=0",
         ]
         gateway = None
         if args.worker == "gateway":

@@ -292,7 +292,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.root or tmp).resolve()
         root.mkdir(parents=True, exist_ok=True)
-        result = serve(root, ["--Daemon.keep_root_kernel=0"], lambda app: bench(app, args))
+        result = serve(root, ["--KernelCustody.keep_root_kernel=0"], lambda app: bench(app, args))
     result["load"] = [load_before, os.getloadavg()[0]]
     phases = result["phases"]
     (b, n), (a, _), (r, _) = (score(phases[p]) for p in ("before", "after", "rollback"))

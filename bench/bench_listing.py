@@ -173,7 +173,7 @@ def serve(root: str) -> None:
             "--ServerApp.open_browser=False",
             "--ServerApp.log_level=WARN",
             "--Daemon.auto_resume=False",
-            "--Daemon.pool_size=0",
+            "--KernelCustody.pool_size=0",
         ]
     )
     print(json.dumps({"port": port, "token": token}), flush=True)

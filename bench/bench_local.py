@@ -299,7 +299,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.root or tmp).resolve()
         root.mkdir(parents=True, exist_ok=True)
-        rows = serve(root, ["--Daemon.keep_root_kernel=0"], lambda app: bench(app, args, root))
+        rows = serve(
+            root, ["--KernelCustody.keep_root_kernel=0"], lambda app: bench(app, args, root)
+        )
     load_after = os.getloadavg()[0]
     sets = {name: summary([r for r in rows if r["set"] == name]) for name in task_sets(args.set)}
     if args.json:

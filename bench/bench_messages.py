@@ -119,9 +119,9 @@ def main() -> None:
         res = serve(
             Path(root),
             [
-                "--Daemon.pool_size=2",
+                "--KernelCustody.pool_size=2",
                 f"--Daemon.max_concurrent={args.max_concurrent}",
-                "--Daemon.keep_root_kernel=0",
+                "--KernelCustody.keep_root_kernel=0",
                 "--Mailbox.message_rate_limit=100000",
             ],
             lambda app: bench(app, args),

@@ -94,7 +94,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.root or tmp).resolve()
         root.mkdir(parents=True, exist_ok=True)
-        rows = serve(root, ["--Daemon.keep_root_kernel=0"], lambda app: bench(app, args))
+        rows = serve(root, ["--KernelCustody.keep_root_kernel=0"], lambda app: bench(app, args))
     seconds = [r["seconds"] for r in rows]
     valid = sum(r["valid"] for r in rows)
     print(f"\nload average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")

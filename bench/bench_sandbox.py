@@ -84,7 +84,7 @@ def run() -> None:
     parser.add_argument("--executes", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root:
-        serve(Path(root), ["--Daemon.pool_size=0"], lambda app: main(args, app))
+        serve(Path(root), ["--KernelCustody.pool_size=0"], lambda app: main(args, app))
 
 
 if __name__ == "__main__":

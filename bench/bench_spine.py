@@ -155,7 +155,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         res = serve(
             Path(root),
-            ["--Daemon.pool_size=2", "--Daemon.max_concurrent=4", "--Daemon.keep_root_kernel=0"],
+            [
+                "--KernelCustody.pool_size=2",
+                "--Daemon.max_concurrent=4",
+                "--KernelCustody.keep_root_kernel=0",
+            ],
             lambda app: bench(app, args),
         )
     res.update(floor)
