@@ -126,13 +126,24 @@ _SETTING = re.compile(r"^([A-Za-z_]\w*)\.([A-Za-z_]\w*)=(.*)$", re.DOTALL)
 
 
 def config_argv(pairs: list[str]) -> list[str]:
-    """`--config Class.trait=VALUE` settings as server arguments (each one checked for form)."""
+    """`--config Class.trait=VALUE` settings as server arguments (each one checked for form).
+    A setting that moved off the Daemon is passed under its new name, so that it still wins
+    over `run`'s own defaults, which use the new names (a note would break the one-line
+    errors a `run` promises; the server warns about old names in config files)."""
+    from ..daemon.daemon import MOVED
+
+    argv = []
     for pair in pairs:
-        if not _SETTING.match(pair):
+        m = _SETTING.match(pair)
+        if m is None:
             raise CLIError(
                 f"--config wants Class.trait=VALUE (e.g. KernelCustody.pool_size=0), not {pair!r}"
             )
-    return [f"--{pair}" for pair in pairs]
+        cls, name, value = m.groups()
+        if cls == "Daemon" and name in MOVED:
+            cls = MOVED[name]
+        argv.append(f"--{cls}.{name}={value}")
+    return argv
 
 
 def check_daemon_settings(pairs: list[str]) -> None:

@@ -1,0 +1,31 @@
+"""`--config` pairs as server arguments: a setting that moved off the Daemon goes under its new
+name, so that a person's `--config Daemon.pool_size=0` still wins over `run`'s own
+`--KernelCustody.pool_size=1` default (no process started)."""
+
+from __future__ import annotations
+
+import pytest
+
+from prime_kernel.cli.common import CLIError
+from prime_kernel.cli.inputs import check_daemon_settings, config_argv
+
+
+def test_moved_settings_are_passed_under_their_new_names() -> None:
+    argv = config_argv(["Daemon.pool_size=0", "Daemon.max_concurrent=2", "Admission.max_depth=1"])
+    assert argv == [
+        "--KernelCustody.pool_size=0",
+        "--Daemon.max_concurrent=2",
+        "--Admission.max_depth=1",
+    ]
+    with pytest.raises(CLIError, match=r"wants Class\.trait=VALUE"):
+        config_argv(["pool_size=0"])
+
+
+def test_settings_are_checked_where_they_live_under_either_name() -> None:
+    check_daemon_settings(
+        ["Daemon.cell_timeout=5", "KernelCustody.cell_timeout=5", "Mailbox.message_rate_limit=9"]
+    )
+    with pytest.raises(CLIError, match=r"--config Daemon\.max_depth wants an int"):
+        check_daemon_settings(["Daemon.max_depth=deep"])
+    with pytest.raises(CLIError, match="the Runs has no setting 'loop'"):
+        check_daemon_settings(["Runs.loop=x"])
