@@ -233,7 +233,7 @@ def main() -> None:
         for together in (1, 2):
             local.unload(args.model)
             with tempfile.TemporaryDirectory() as tmp:
-                app = make_server(Path(tmp), ["--Daemon.keep_root_kernel=0"])
+                app = make_server(Path(tmp), ["--KernelCustody.keep_root_kernel=0"])
                 try:
                     app.io_loop.run_sync(app._post_start)
                     rows = app.io_loop.run_sync(

@@ -245,7 +245,9 @@ def main() -> None:
             app.write_server_info_file()  # so the CLI finds this server
             return await measure(app, args, root, env)
 
-        results, late = serve(root, ["--Daemon.pool_size=1", "--Daemon.keep_root_kernel=0"], run)
+        results, late = serve(
+            root, ["--KernelCustody.pool_size=1", "--KernelCustody.keep_root_kernel=0"], run
+        )
     load_after = os.getloadavg()[0]
     table = {
         name: {
