@@ -98,7 +98,7 @@ class BenchLoop(AgentLoop):
         if upcoming in MAIL_TURNS:
             await daemon.mailbox.send(None, record.id, f"Note for turn {upcoming}: keep going.")
         if upcoming == COMPACT_TURN:
-            daemon.request_compaction(self.live)
+            daemon.host.request_compaction(self.live)
         return run
 
 

@@ -124,12 +124,12 @@ async def train(
     sessions: dict[str, list[str]] = {}
     learned: list[str] = []
     counts = {"right": 0, "wrong": 0, "unanswered": 0, "attempts": 0, "learned": 0}
-    defaults = dict(daemon.model_kwargs)
+    defaults = dict(daemon.host.model_kwargs)
     for family in families:
         sessions[family] = []
         for task in split(family)[0]:
             for attempt in range(attempts):
-                daemon.model_kwargs = (
+                daemon.host.model_kwargs = (
                     {**defaults, "temperature": TRAIN_TEMPERATURE, "seed": attempt}
                     if attempt
                     else defaults
@@ -137,7 +137,7 @@ async def train(
                 try:
                     row = await run_task(daemon, task, model)
                 finally:
-                    daemon.model_kwargs = defaults
+                    daemon.host.model_kwargs = defaults
                 counts["attempts"] += 1
                 sessions[family].append(row["id"])
                 verdict = await _verify(daemon, row, learned, counts)
@@ -210,7 +210,7 @@ async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     daemon = app.web_app.settings["prime_daemon"]
     daemon.harness.review_policy = "auto"
     if model_is_local(args.model):
-        daemon.model_kwargs = dict(MODEL_KWARGS)
+        daemon.host.model_kwargs = dict(MODEL_KWARGS)
     model, quiet = args.model, args.json
     families = args.families
     start = time.perf_counter()

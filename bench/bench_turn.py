@@ -191,7 +191,7 @@ class Rounds:
 
     async def run(self, app: Any) -> None:
         args, mock, samples, loads = self.args, self.mock, self.samples, self.loads
-        app.web_app.settings["prime_daemon"].model_kwargs = {"api_base": mock.url}
+        app.web_app.settings["prime_daemon"].host.model_kwargs = {"api_base": mock.url}
         await start_daemon(app)
         calls = args.floor_calls // args.rounds
         for i in range(args.rounds):

@@ -1,7 +1,7 @@
 """Context compaction (L1): keep a session's message list inside its model's window.
 
 Before each model call the daemon calls `compact_if_needed`. When the prompt would fill more
-than `Daemon.compact_at` of the model's window, or the session's REPL called `compact()`, the
+than `Host.compact_at` of the model's window, or the session's REPL called `compact()`, the
 middle of the conversation is replaced by one user message holding a summary that the session's
 model writes. The head (system prompt, fenced-code examples, task) and the most recent turns stay
 verbatim. The REPL namespace (L2) is untouched, so what the summarised turns defined still exists,

@@ -10,7 +10,7 @@ the collaborators and hands each the narrow pieces it needs:
 - `Scheduler`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Learner`, `Recovery`;
 - long-horizon control: `Goals`, `Schedules` (heartbeats), `Autonomy` (gates and
   continuations), `Collector` (spilling REPL values);
-- the agent loop (loop.py), which sees the daemon only as a `LoopHost`.
+- `Host` (host.py): the agent loop's `LoopHost` — turns, model calls, cells, `llm()`.
 
 Plain asyncio + jupyter_client: it never imports tornado. Everything a kernel asks for arrives
 here with the calling session already resolved from its token, so identity, depth and limits are
@@ -20,10 +20,8 @@ decided here and nowhere else.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import pickle
-import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -32,15 +30,12 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import Bool, Float, Instance, Int, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
-from ..harness.examples import Example
 from ..harness.harness import Harness
-from ..models.prompts import PYTHON_TOOL
-from ..models.router import Completion, ModelRouter
+from ..models.router import ModelRouter
 from ..protocol.errors import (
     Forbidden,
     InvalidRequest,
     NotFound,
-    PrimeError,
 )
 from ..protocol.events import EventKind
 from ..protocol.requests import SessionRequest
@@ -52,22 +47,19 @@ from .accounting import Accounting
 from .admission import Admission
 from .autonomy import Autonomy
 from .collector import Collector
-from .compaction import compact_if_needed
 from .custody import KernelCustody
 from .disk import DiskSpace
 from .events import DeltaListener, EventLog, Listener
 from .gateway import GatewayLauncher
 from .goals import Goals
-from .kernels import CellResult
+from .host import Host
 from .launcher import KernelLauncher, LocalLauncher
 from .learning import Learner
 from .lifecycle import Lifecycle
 from .listing import Listing
 from .mailbox import Mailbox
 from .moved import relocate
-from .observation import render
 from .passivation import Passivation, Snapshots
-from .prompt_cache import stable_length
 from .records import SessionRecord
 from .recovery import Recovery
 from .refining import Refiner
@@ -78,7 +70,6 @@ from .scheduler import Scheduler
 from .schedules import Schedules
 from .session import Conversation, LiveSession
 from .store import SqliteStore, Store
-from .streaming import ReplyStream
 
 # Settings that moved off the Daemon to the service that reads them: `c.Daemon.<name>` still
 # works this release, with a warning (moved.py).
@@ -115,6 +106,16 @@ MOVED = {
             "message_rate_limit",
             "message_rate_window",
         ),
+        "Host": (
+            "max_turns",
+            "observation_chars",
+            "model_kwargs",
+            "compact_at",
+            "compact_keep_recent",
+            "snapshot_overhead",
+            "max_llm_batch",
+            "llm_batch_concurrency",
+        ),
     }.items()
     for name in names
 }
@@ -138,35 +139,16 @@ class Daemon(LoggingConfigurable):
         "prime-agent", config=True, help="Kernelspec that agent sessions are started from."
     )
     max_concurrent = Int(4, config=True, help="Sessions taking turns at once; the rest queue.")
-    max_turns = Int(20, config=True, help="Default limit of model turns per session.")
     model_timeout = Float(
         600.0,
         config=True,
         help="Seconds a model call may take; a call that takes longer fails (0: no limit).",
-    )
-    observation_chars = Int(
-        8000, config=True, help="Characters of cell output shown to the model per cell."
-    )
-    model_kwargs = Instance(
-        dict, kw={}, config=True, help="Extra keyword arguments for every litellm completion."
-    )
-    max_llm_batch = Int(1000, config=True, help="Most prompts one llm.batch() call may send.")
-    llm_batch_concurrency = Int(
-        8, config=True, help="Model calls of one llm.batch() in flight at once."
     )
     idle_timeout = Float(
         1800.0,
         config=True,
         help="Seconds an IDLE agent session waits before it is passivated (INACTIVE): its "
         "REPL is snapshotted and its kernel shut down until a message revives it.",
-    )
-    snapshot_overhead = Float(
-        0.05,
-        min=0.0,
-        config=True,
-        help="Fraction of a session's time its REPL snapshots may take. A snapshot is taken at "
-        "a turn boundary when that keeps the total under this share (so a restart or a dead "
-        "kernel loses little); 0 takes them only before passivation and a clean stop.",
     )
     auto_resume = Bool(
         True,
@@ -177,19 +159,6 @@ class Daemon(LoggingConfigurable):
     )
     stop_snapshot_timeout = Float(
         10.0, config=True, help="Seconds a clean stop spends snapshotting live REPLs."
-    )
-
-    compact_at = Float(
-        0.8,
-        min=0.0,
-        max=1.0,
-        config=True,
-        help="Compact a session's conversation before a model call once its prompt fills this "
-        "fraction of the model's context window (see daemon/compaction.py); 0 turns that off "
-        "(compact() from the REPL still works).",
-    )
-    compact_keep_recent = Int(
-        6, min=0, config=True, help="Most recent messages a compaction keeps verbatim."
     )
 
     direct_openai = Bool(
@@ -248,7 +217,8 @@ class Daemon(LoggingConfigurable):
         self.registry = SessionRegistry()
         # Every secret the daemon knows, blanked out of whatever the store writes: the store
         # is the one door (see daemon/store), and what it returns is what memory keeps.
-        self.scrubber = Scrubber(config=[self.model_kwargs, self.config])
+        # (`c.Host.model_kwargs` is in the config, under whichever name it was given.)
+        self.scrubber = Scrubber(config=[self.config])
         self.store.redactor = lambda: self.scrubber.redactor(self.tokens.live_tokens())
         self.event_log = EventLog(self.store)
         self.accounting = Accounting(self.registry)
@@ -268,7 +238,7 @@ class Daemon(LoggingConfigurable):
             tokens=self.tokens,
             snapshots=self.snapshots,
             spawn=self.spawn,
-            on_user_cell=self._on_user_cell,
+            on_user_cell=lambda live, cell: self.host.on_user_cell(live, cell),
             parent=self,
         )
         self.listing = Listing(
@@ -348,7 +318,7 @@ class Daemon(LoggingConfigurable):
             store=self.store,
             events=self.event_log,
             harness=self.harness,
-            max_turns=lambda: self.max_turns,
+            max_turns=lambda: self.host.max_turns,
             scrub=self.scrub,
             spawn=self.spawn,
         )
@@ -364,8 +334,31 @@ class Daemon(LoggingConfigurable):
         # Set once start() made the pool: the server takes requests before that (start runs
         # after it listens and imports litellm), so sessions created early wait for it.
         self._started = asyncio.Event()
+        self.host = Host(
+            router=self.router,
+            events=self.event_log,
+            accounting=self.accounting,
+            custody=self.custody,
+            snapshots=self.snapshots,
+            passivation=self.passivation,
+            mailbox=self.mailbox,
+            goals=self.goals,
+            autonomy=self.autonomy,
+            collector=self.collector,
+            admission=self.admission,
+            harness=self.harness,
+            learner=self.learner,
+            replays=self.replays,
+            disk=self.disk,
+            redactor=lambda: self.scrubber.redactor(self.tokens.live_tokens()),
+            turn_taken=lambda: self.refiner.turn_taken(),
+            waits_after_answer=lambda live: self.runs.waits_after_answer(live),
+            record_answer=self.record_answer,
+            unreachable=self._unreachable,
+            parent=self,
+        )
         self.runs = Runs(
-            host=self,
+            host=self.host,
             registry=self.registry,
             lifecycle=self.lifecycle,
             scheduler=self.scheduler,
@@ -503,6 +496,15 @@ class Daemon(LoggingConfigurable):
     def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
         return self.event_log.emit(live.record, kind, data)
 
+    def _unreachable(self) -> str:
+        """What to tell of a kernel that cannot reach the daemon: the URL it was given."""
+        if not self.gateway_url:
+            return ""
+        return (
+            f" (c.Daemon.public_url, {self.public_url or self.server_url}, must be an "
+            "address the gateway's kernels can reach)"
+        )
+
     # -- creating sessions ----------------------------------------------------------------
     def new_live(self, record: SessionRecord) -> LiveSession:
         sid = record.id
@@ -551,223 +553,6 @@ class Daemon(LoggingConfigurable):
             self.event_log.emit(parent, EventKind.CHILD, child)
         self.runs.start(live)
 
-    # -- the LoopHost -----------------------------------------------------------------------
-    @property
-    def cell_timeout(self) -> float:
-        return self.custody.cell_timeout
-
-    def supports_tools(self, model: str) -> bool:
-        return self.router.supports_tools(model)
-
-    def context_notes(self, live: LiveSession) -> str:
-        """Extra system-prompt text for a session: harness notes, memories, skills."""
-        return self.harness.context(live.record.to_row())
-
-    def recall(self, live: LiveSession) -> list[Example]:
-        """Worked examples and cautions learned from verified sessions like this one."""
-        return self.learner.recall(live.record)
-
-    async def before_turn(self, live: LiveSession) -> None:
-        notes, live.notes = live.notes, []
-        for note in [*notes, *await self.mailbox.for_model(live)]:
-            live.conversation.append({"role": "user", "content": note})
-        self.check_limits(live)
-        self.autonomy.before_turn(live)
-        if await self._compact(live) and await self.collector.auto_spill(live, "compaction"):
-            notes, live.notes = live.notes, []  # the model is told at once
-            for note in notes:
-                live.conversation.append({"role": "user", "content": note})
-
-    def check_limits(self, live: LiveSession) -> None:
-        """Called before every model call; raises to stop the session."""
-        if live.cancelling:
-            raise asyncio.CancelledError()
-        self.accounting.check(live.record)
-        # A full disk (an agent filled it, say) stops the session at once, for one clear
-        # reason, instead of each of its turns failing to record anything.
-        self.disk.check("another turn")
-
-    async def _compact(self, live: LiveSession) -> bool:
-        """Compact the session's conversation if it is due; whether it was."""
-        requested, live.compact_requested = live.compact_requested, False
-        result = await compact_if_needed(
-            self.router,
-            live.record.model or "",
-            live.conversation.messages,
-            compact_at=self.compact_at,
-            keep_recent=self.compact_keep_recent,
-            requested=requested,
-            **self.model_kwargs,
-        )
-        if result is None:
-            return False
-        compacted, data = result
-        if compacted.completion is not None:
-            self._account(live, compacted.completion, purpose="compaction")
-        live.conversation.replace(compacted.messages)
-        live.prefix.planned = True  # the one break of the cached prefix that is meant
-        self.emit(live, EventKind.COMPACTION, data)
-        return True
-
-    def request_compaction(self, live: LiveSession) -> dict[str, Any]:
-        """`compact()` from a REPL: compact this session before its next model call."""
-        if not live.record.is_agent:
-            raise Forbidden("compact() is for agent sessions; this kernel is not running one")
-        live.compact_requested = True
-        return {"session_id": live.id, "requested": True}
-
-    async def model_call(
-        self, live: LiveSession, messages: list[dict[str, Any]], tools: bool, **kwargs: Any
-    ) -> Completion:
-        recorded = self.replays.reply(live.record, live.turns)
-        if recorded is not None:  # no model call, nothing spent
-            self._account(live, recorded, model=f"replay/{live.record.options['replay']['of']}")
-            return recorded
-        # The stored conversation goes first, unchanged, so the provider can serve it from its
-        # prompt cache; the goal (and a prefill) follow it for this call only (prompt_cache.py).
-        stable = stable_length(messages)
-        sent = self.goals.decorate(live.record, messages, stable)
-        # Checked as sent, so that anything rewriting the stable part is caught here.
-        cache_break = live.prefix.check(sent[:stable])
-        # The reply is told to the event bus as it streams (streaming.py); `done` goes however
-        # the call ends. A cancel of the session's task closes the provider's stream.
-        model = live.record.model or ""
-        call = int(live.record.usage.get("model_calls", 0)) + 1
-        redactor = self.scrubber.redactor(self.tokens.live_tokens())
-        start = time.monotonic()
-        with ReplyStream(self.event_log, live.record, call, redactor) as reply:
-            live.reply_task = asyncio.ensure_future(
-                self.router.stream(
-                    model,
-                    sent,
-                    reply.push,
-                    tools=[PYTHON_TOOL] if tools else None,
-                    cache_at=stable,
-                    **{**self.model_kwargs, **kwargs},
-                )
-            )
-            try:
-                completion = await live.reply_task
-            except asyncio.CancelledError:
-                # Stopped halfway (the session cancelled, or its reply interrupted): what it
-                # said so far was generated, and is billed.
-                interrupted = live.reply_interrupted and not live.cancelling
-                if reply.text or interrupted:
-                    partial = self.router.partial(model, sent, reply.text, time.monotonic() - start)
-                    self._account(live, partial, cache_break=cache_break)
-                if not interrupted:
-                    raise
-                return partial
-            finally:
-                live.reply_task = None
-                live.reply_interrupted = False
-        self._account(live, completion, cache_break=cache_break)
-        self.refiner.turn_taken()
-        return completion
-
-    def _account(
-        self,
-        live: LiveSession,
-        completion: Completion,
-        purpose: str = "",
-        model: str | None = None,
-        cache_break: dict[str, Any] | None = None,
-    ) -> None:
-        self.accounting.add_completion(live.record, completion)
-        data: dict[str, Any] = {
-            "model": model or live.record.model,
-            "usage": completion.usage,
-            "cost": completion.cost,
-            "uncached_cost": completion.uncached_cost,
-            "duration": round(completion.duration, 6),
-            "finish_reason": completion.finish_reason,
-        }
-        if purpose:
-            data["purpose"] = purpose
-        if cache_break is not None:
-            data["cache_break"] = cache_break
-        self.emit(live, EventKind.MODEL_CALL, data)
-
-    async def run_cell(self, live: LiveSession, code: str, source: str = "agent") -> CellResult:
-        """Run `code` in the session's REPL and record it as a cell of `source` (the agent's,
-        or "setup": the harness's own before the first turn)."""
-        runner = live.runner
-        if runner is None:
-            raise PrimeError("the session has no kernel")
-        live.held = []
-        try:
-            result = await runner.execute(
-                code,
-                timeout=self.custody.cell_timeout,
-                interrupt_grace=self.custody.interrupt_grace,
-                names=True,
-            )
-        except asyncio.CancelledError:
-            # Interrupt what runs; a cell that ignores it stays `busy` and its kernel is
-            # stopped the hard way when it is released (never kept for co-working).
-            with contextlib.suppress(Exception):
-                await asyncio.shield(runner.interrupt())
-                await asyncio.shield(runner.settle(self.custody.interrupt_grace))
-            self.emit(live, EventKind.CELL, CellResult(code=code, status="cancelled").to_json())
-            self._release_held(live)
-            raise
-        self.accounting.add(live.record, cells=1, kernel_time=result.duration)
-        if result.names is not None:
-            live.repl_names = result.names
-        self.emit(live, EventKind.CELL, result.to_json(source))
-        self._release_held(live)
-        self._check_reach(result)
-        if result.status in ("died", "killed"):
-            await self.custody.replace(live, result)
-        elif self._snapshot_due(live) and self.disk.full() is None:
-            await self.snapshots.save(live, "turn")
-        return result
-
-    def _check_reach(self, result: CellResult) -> None:
-        """A kernel that cannot reach the daemon (a remote one given a `public_url` it cannot
-        reach) can do nothing a session needs: its first call says so, and the session ends
-        with that reason instead of the model retrying blind."""
-        for out in result.outputs:
-            if out.get("output_type") == "error" and out.get("ename") == "DaemonUnreachable":
-                where = (
-                    f" (c.Daemon.public_url, {self.public_url or self.server_url}, must be an "
-                    "address the gateway's kernels can reach)"
-                    if self.gateway_url
-                    else ""
-                )
-                raise PrimeError(f"the session's kernel {out.get('evalue')}{where}")
-
-    def _release_held(self, live: LiveSession) -> None:
-        held, live.held = live.held or [], None
-        for kind, data in held:
-            self.emit(live, kind, data)
-
-    def _snapshot_due(self, live: LiveSession) -> bool:
-        """Whether to snapshot at this turn boundary: while snapshots stay a small share of the
-        session's time (`snapshot_overhead`)."""
-        if self.snapshot_overhead <= 0 or not live.record.started:
-            return False
-        if live.answered and not (
-            live.record.options.get("autonomous") or self.runs.waits_after_answer(live)
-        ):
-            # Its REPL will never be resumed: the turn ends the session (a fan-out's children
-            # answer at their first cell, where a snapshot would have doubled their time).
-            return False
-        since = time.time() - (live.last_snapshot or live.record.started)
-        return live.snapshot_cost <= self.snapshot_overhead * since
-
-    def _on_user_cell(self, live: LiveSession, cell: CellResult) -> None:
-        # A person working in the REPL keeps it in use: idle and keep timers start again.
-        live.last_active = time.monotonic()
-        self.passivation.touch(live.record, live)
-        # Its code and outputs are scrubbed where they are written: the event, and the note
-        # in the conversation (agent code can print a key, its token, the server's token).
-        self.emit(live, EventKind.CELL, cell.to_json("user"))
-        text = render(cell.outputs, status=cell.status, limit=self.observation_chars, timeout=0)
-        live.notes.append(
-            f"[A person ran this in your REPL]\n```python\n{cell.code}\n```\nOutput:\n{text}"
-        )
-
     # -- answers --------------------------------------------------------------------------
     async def answer(self, live: LiveSession, data: bytes | bytearray, text: str) -> None:
         """answer(value) from `live`'s kernel: `data` is the value pickled, kept as it came."""
@@ -789,12 +574,6 @@ class Daemon(LoggingConfigurable):
         if live.state == SessionState.IDLE:
             live.settled.set()
 
-    def reply(self, live: LiveSession, text: str) -> None:
-        """A turn that ended without code: for a task session the reply is its answer."""
-        if not live.answered:
-            # No blob: the answer is the text itself (`answer_bytes` pickles it on demand).
-            self.record_answer(live, None, text, "reply")
-
     async def answer_bytes(self, session_id: str) -> bytes:
         record = self.registry.get(session_id)
         if record.answer_blob is None and record.answer_repr is not None:
@@ -808,34 +587,6 @@ class Daemon(LoggingConfigurable):
         if not record.context_blob or not self.store.has_blob(record.context_blob):
             raise NotFound(f"session {session_id} has no context")
         return await self.store.get_blob(record.context_blob)
-
-    # -- plain model calls ----------------------------------------------------------------
-    async def llm(
-        self, caller: LiveSession, prompts: list[str], model: str | None = None
-    ) -> list[str]:
-        if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
-            raise PrimeError("llm() takes a string prompt (llm.batch a list of strings)")
-        if len(prompts) > self.max_llm_batch:
-            raise PrimeError(
-                f"llm.batch() got {len(prompts)} prompts; at most {self.max_llm_batch} at once "
-                "(c.Daemon.max_llm_batch)"
-            )
-        model = self.admission.resolve_model(model, caller.record)
-        await self.router.ready()
-        self.router.validate(model)
-        self.check_limits(caller)
-        # A few calls at a time, each checked against the budget first, so a batch cannot
-        # spend far past what remains.
-        gate = asyncio.Semaphore(self.llm_batch_concurrency)
-
-        async def one(prompt: str) -> str:
-            async with gate:
-                self.check_limits(caller)
-                completion = await self.router.text(model, prompt, **self.model_kwargs)
-                self._account(caller, completion, purpose="llm", model=model)
-            return str(completion.message.get("content") or "")
-
-        return list(await asyncio.gather(*(one(p) for p in prompts)))
 
     # -- reading --------------------------------------------------------------------------
     def session_json(self, session_id: str) -> dict[str, Any]:
@@ -881,6 +632,7 @@ SERVICES: tuple[type[LoggingConfigurable], ...] = (
     Admission,
     Runs,
     Mailbox,
+    Host,
 )
 
 

@@ -92,7 +92,7 @@ class Refiner:
         ) -> tuple[str, dict[str, Any]]:
             daemon.router.validate(model)
             kwargs: dict[str, Any] = {
-                **daemon.model_kwargs,
+                **daemon.host.model_kwargs,
                 "max_tokens": harness.refine_reply_tokens,
             }
             if response_format is not None:
@@ -124,7 +124,7 @@ class Refiner:
                 complete,
                 evidence=evidence,
                 model=model,
-                max_turns=daemon.max_turns,
+                max_turns=daemon.host.max_turns,
                 constrained=router.supports_response_schema(model),
                 fits=fits,
                 instructions=instructions,

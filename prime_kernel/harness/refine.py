@@ -18,7 +18,7 @@ the same review, approval and rollback. Each edit passes the safety rules:
 - an entry that would not validate (a skill without a description, a broken example) is
   refused when proposed, not when approved;
 - a spec's budget cannot be set or changed, and its `max_turns` cannot go above its current
-  value (or `Daemon.max_turns` for a new spec): limits are raised by people, not refinement;
+  value (or `Host.max_turns` for a new spec): limits are raised by people, not refinement;
 - a note, memory or skill that claims to override the system prompt, the review policy,
   budgets, limits or safety is refused (it could not do so, and saying so misleads agents);
 - a skill whose instructions or files read the environment or name secrets (`os.environ`,

@@ -59,7 +59,7 @@ class Profile:
     # After a turn printed a value but did not answer, start the next reply with
     # `answer(` so that the model can only hand the value over.
     prefill_answer: bool = False
-    # Characters of cell output shown per cell (None: Daemon.observation_chars).
+    # Characters of cell output shown per cell (None: Host.observation_chars).
     observation_chars: int | None = None
     # Show only the exception's last line of a traceback: a small window and a small model
     # gain nothing from the frames.
@@ -77,7 +77,7 @@ class Profile:
     retry_temperature: float | None = None
     # Consecutive repeated turns (same code, same output) that end the session.
     max_repeats: int = 5
-    # Default limits when the session sets none (None: Daemon.max_turns / no time limit).
+    # Default limits when the session sets none (None: Host.max_turns / no time limit).
     max_turns: int | None = None
     max_seconds: float | None = None
     # Said when this model gives up, after what happened.

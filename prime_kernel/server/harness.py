@@ -288,7 +288,7 @@ def kernel_write(
         author=caller.id,
         trigger=f"harness.{kind} {op} from session {caller.id}",
         summary=f"{op} {kind} {entry_id!r} (from session {caller.id})",
-        max_turns=daemon.max_turns,
+        max_turns=daemon.host.max_turns,
         evidence=[caller.id],
         strict=True,
     )
@@ -354,7 +354,7 @@ class KernelRefineHandler(_Harness, KernelHandler):
         # A session refines from its own evidence (itself or its descendants), never from
         # sessions it cannot reach, and only while its budget allows another model call.
         session_id = self.daemon.access.own_tree(caller, body.get("session_id"))
-        self.daemon.check_limits(caller)
+        self.daemon.host.check_limits(caller)
         record = await self.daemon.refiner.refine(
             instructions=body.get("instructions") or None,
             author=caller.id,

@@ -201,7 +201,7 @@ class AnswerHandler(UploadHandler):
 class LLMHandler(KernelHandler):
     async def post(self) -> None:
         body = self.body("llm")
-        texts = await self.daemon.llm(self.caller, body["prompts"], body.get("model"))
+        texts = await self.daemon.host.llm(self.caller, body["prompts"], body.get("model"))
         await self.reply({"texts": texts})
 
 
@@ -224,7 +224,7 @@ class SnapshotHandler(KernelHandler):
 
 class CompactHandler(KernelHandler):
     async def post(self) -> None:
-        self.write_json(self.daemon.request_compaction(self.caller))
+        self.write_json(self.daemon.host.request_compaction(self.caller))
 
 
 HANDLERS: list[tuple[str, Any]] = [

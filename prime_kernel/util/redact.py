@@ -111,7 +111,7 @@ def secrets_of(
 def daemon_secrets(daemon: Any) -> set[str]:
     """Everything secret a daemon knows: live kernel tokens, keys in its config and env,
     and whatever its scrubber was told (the server's token)."""
-    found = secrets_of(os.environ, [daemon.model_kwargs, daemon.config], None, ())
+    found = secrets_of(os.environ, [daemon.host.model_kwargs, daemon.config], None, ())
     found |= set(daemon.tokens.live_tokens())
     scrubber = getattr(daemon, "scrubber", None)
     if scrubber is not None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from traitlets import TraitError
+from traitlets.config import Config
 
 from prime_kernel.daemon import compaction
 from prime_kernel.daemon import usage as usage_mod
@@ -133,8 +134,9 @@ def test_nothing_between_task_and_recent_turns_is_left_alone() -> None:
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = Daemon(root_dir=str(tmp_path), compact_at=0.5, compact_keep_recent=2)
-    d.router = FakeRouter(window=1000)
+    config = Config({"Host": {"compact_at": 0.5, "compact_keep_recent": 2}})
+    d = Daemon(root_dir=str(tmp_path), config=config)
+    d.host.router = FakeRouter(window=1000)
     d.open()
     yield d
     asyncio.run(d.store.close())
@@ -167,11 +169,11 @@ def _compactions(daemon: Daemon) -> list[dict[str, Any]]:
 
 def test_compacts_past_the_threshold_and_counts_the_summary_call(daemon: Daemon) -> None:
     live = _session(daemon, _conversation(2))  # about 300 tokens: under half the window
-    asyncio.run(daemon.before_turn(live))
+    asyncio.run(daemon.host.before_turn(live))
     assert _compactions(daemon) == [] and len(live.conversation) == 6
 
     live.conversation.load(_conversation(5))  # about 700 tokens
-    asyncio.run(daemon.before_turn(live))
+    asyncio.run(daemon.host.before_turn(live))
     (event,) = _compactions(daemon)
     assert event["reason"] == "window" and event["summarised_messages"] == 8
     assert event["summary"] == "x holds 42"
@@ -184,21 +186,21 @@ def test_compacts_past_the_threshold_and_counts_the_summary_call(daemon: Daemon)
 
 
 def test_zero_turns_automatic_compaction_off_but_compact_still_works(daemon: Daemon) -> None:
-    daemon.compact_at = 0
+    daemon.host.compact_at = 0
     live = _session(daemon, _conversation(5))
-    asyncio.run(daemon.before_turn(live))
+    asyncio.run(daemon.host.before_turn(live))
     assert _compactions(daemon) == []
 
-    assert daemon.request_compaction(live) == {"session_id": "s1", "requested": True}
-    asyncio.run(daemon.before_turn(live))
+    assert daemon.host.request_compaction(live) == {"session_id": "s1", "requested": True}
+    asyncio.run(daemon.host.before_turn(live))
     (event,) = _compactions(daemon)
     assert event["reason"] == "requested" and not live.compact_requested
 
 
 def test_a_failed_summary_is_recorded_and_the_session_goes_on(daemon: Daemon) -> None:
-    daemon.router = FakeRouter(window=1000, fail=True)
+    daemon.host.router = FakeRouter(window=1000, fail=True)
     live = _session(daemon, _conversation(5))
-    asyncio.run(daemon.before_turn(live))
+    asyncio.run(daemon.host.before_turn(live))
     (event,) = _compactions(daemon)
     assert event["summary"] == "" and "rate limited" in event["error"]
     assert live.record.usage["model_calls"] == 0
@@ -207,10 +209,10 @@ def test_a_failed_summary_is_recorded_and_the_session_goes_on(daemon: Daemon) ->
 
 def test_compact_is_refused_for_a_notebook_session(daemon: Daemon) -> None:
     with pytest.raises(Forbidden, match="compact\\(\\) is for agent sessions"):
-        daemon.request_compaction(_session(daemon, [], kind="notebook"))
+        daemon.host.request_compaction(_session(daemon, [], kind="notebook"))
 
 
 @pytest.mark.parametrize("value", [-0.1, 1.5])
 def test_compact_at_must_be_a_fraction(tmp_path: Path, value: float) -> None:
     with pytest.raises(TraitError):
-        Daemon(root_dir=str(tmp_path), compact_at=value)
+        Daemon(root_dir=str(tmp_path), config=Config({"Host": {"compact_at": value}}))

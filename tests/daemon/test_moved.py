@@ -51,11 +51,15 @@ def test_an_old_keyword_argument_and_the_parents_config() -> None:
 
 
 def test_the_daemons_moved_settings(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    config = Config({"Daemon": {"pool_size": 0, "max_depth": 2, "max_turns": 7}})
+    config = Config(
+        {"Daemon": {"pool_size": 0, "max_depth": 2, "max_turns": 5, "max_concurrent": 7}}
+    )
     with caplog.at_level(logging.WARNING):
-        daemon = Daemon(root_dir=str(tmp_path), config=config, cell_timeout=9.0)
+        daemon = Daemon(root_dir=str(tmp_path), config=config, cell_timeout=9.0, compact_at=0.5)
     assert daemon.custody.pool_size == 0 and daemon.custody.cell_timeout == 9.0
     assert daemon.admission.max_depth == 2
-    assert daemon.max_turns == 7  # not moved: still the Daemon's
+    assert daemon.host.max_turns == 5 and daemon.host.compact_at == 0.5
+    assert daemon.max_concurrent == 7  # not moved: still the Daemon's
     assert "c.Daemon.pool_size is deprecated: use c.KernelCustody.pool_size" in caplog.text
     assert "Daemon(cell_timeout=...) is deprecated" in caplog.text
+    assert "c.Daemon.max_turns is deprecated: use c.Host.max_turns" in caplog.text
