@@ -67,8 +67,8 @@ async def wait_pool(daemon: Any, n: int, timeout: float = 120) -> None:
         await asyncio.sleep(0.05)
 
 
-def state_ts(daemon: Any, sid: str, state: str) -> float:
-    for e in daemon.store.events(sid, kinds=["state"]):
+async def state_ts(daemon: Any, sid: str, state: str) -> float:
+    for e in await daemon.store.events(sid, kinds=["state"]):
         if e["data"]["state"] == state:
             return float(e["ts"])
     raise LookupError(f"{sid} never reached {state}")
@@ -86,7 +86,7 @@ async def child_ready(daemon: Any, nb: KernelRunner, model: str, n: int, warm: b
         )
         t0, sid = res.outputs[0]["text"].split()
         await daemon.runs.wait(sid, 120)
-        out.append(state_ts(daemon, sid, "RUNNING") - float(t0))
+        out.append(await state_ts(daemon, sid, "RUNNING") - float(t0))
     return out
 
 
@@ -136,7 +136,7 @@ async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
         SessionRequest("turns", model=turns, max_turns=args.turns + 2)
     )
     await daemon.runs.wait(record["id"], 600)
-    obs = [e["ts"] for e in daemon.store.events(record["id"], kinds=["observation"])]
+    obs = [e["ts"] for e in await daemon.store.events(record["id"], kinds=["observation"])]
     results["turn"] = median([b - a for a, b in pairwise(obs)])
     await nb.stop()
     await km.shutdown_kernel(kid, now=True)
