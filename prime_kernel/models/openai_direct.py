@@ -175,7 +175,7 @@ class DirectOpenAI:
         timeout = aiohttp.ClientTimeout(total=where.timeout)
         for attempt in range(MAX_RETRIES + 1):
             last = attempt == MAX_RETRIES
-            reply = _Reply()
+            reply = StreamedReply()
             try:
                 async with self._client().post(
                     where.url, data=data, headers=dict(where.headers), timeout=timeout
@@ -199,18 +199,21 @@ class DirectOpenAI:
         raise AssertionError("unreachable")
 
 
-class _Reply:
-    """A chat completion read from its stream's events (the first choice)."""
+class StreamedReply:
+    """A chat completion rebuilt from its stream's chunks (the first choice): the direct path's
+    parsed events and litellm's streamed chunks alike (its objects answer `.get` like the
+    dicts), so both paths rebuild a reply the same way, once."""
 
     def __init__(self) -> None:
         self.started = False
         self.text: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish_reason: str | None = None
-        self.usage: dict[str, Any] = {}
+        # The provider's usage as it sent it (a dict here, litellm's Usage through litellm).
+        self.usage: Any = None
 
     def take(self, line: bytes, on_text: Callable[[str], None]) -> bool:
-        """Take one line of the stream; True at its end."""
+        """Take one line of a server-sent event stream; True at its end."""
         self.started = True
         line = line.strip()
         if not line.startswith(b"data:"):
@@ -224,16 +227,24 @@ class _Reply:
             raise DirectError(f"a streamed piece was not JSON: {payload[:200]!r}") from None
         if chunk.get("error"):
             raise DirectError(f"the stream failed: {_error_text(payload)}")
-        if chunk.get("usage"):
-            self.usage = chunk["usage"]
-        for choice in chunk.get("choices") or []:
+        self.add(chunk, on_text)
+        return False
+
+    def add(self, chunk: Any, on_text: Callable[[str], None]) -> None:
+        """Take one chunk: `on_text` with its text, tool calls joined from their pieces, the
+        finish reason and the usage (the last chunk's) kept."""
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = usage
+        for choice in chunk.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            if delta.get("content"):
-                self.text.append(delta["content"])
-                on_text(delta["content"])
-            for piece in delta.get("tool_calls") or []:
+            text = delta.get("content")
+            if text:
+                self.text.append(text)
+                on_text(text)
+            for piece in delta.get("tool_calls") or ():
                 call = self.calls.setdefault(
                     int(piece.get("index") or 0),
                     {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
@@ -244,14 +255,16 @@ class _Reply:
                 call["function"]["arguments"] += fn.get("arguments") or ""
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
-        return False
 
-    def whole(self) -> dict[str, Any]:
+    def message(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
         if self.calls:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
-        choice = {"index": 0, "message": message, "finish_reason": self.finish_reason}
-        return {"choices": [choice], "usage": self.usage}
+        return message
+
+    def whole(self) -> dict[str, Any]:
+        choice = {"index": 0, "message": self.message(), "finish_reason": self.finish_reason}
+        return {"choices": [choice], "usage": self.usage or {}}
 
 
 def _backoff(attempt: int, retry_after: str | None) -> float:

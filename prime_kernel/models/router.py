@@ -277,7 +277,7 @@ class ModelRouter:
         if cache_at and self.needs_breakpoints(model):
             messages = with_breakpoints(messages, cache_at)
 
-        async def read() -> Any:
+        async def read() -> openai_direct.StreamedReply | None:
             response = await litellm.acompletion(
                 model=model,
                 messages=messages,
@@ -286,26 +286,28 @@ class ModelRouter:
                 stream_options={"include_usage": True},
                 **kwargs,
             )
-            chunks = []
+            # Rebuilt here from the chunks as they pass, as on the direct path: litellm has
+            # already rebuilt and priced the whole reply once (in a thread, for its logging),
+            # and a second `stream_chunk_builder` cost more CPU than the rest of the call.
+            reply = openai_direct.StreamedReply()
+            got = False
             # Closed however the read ends (a cancel too): the provider stops generating.
             async with contextlib.aclosing(response):
                 async for chunk in response:
-                    chunks.append(chunk)
-                    piece = chunk.choices[0].delta.content if chunk.choices else None
-                    if piece:
-                        on_text(piece)
-            return litellm.stream_chunk_builder(chunks, messages=messages)
+                    got = True
+                    reply.add(chunk, on_text)
+            return reply if got else None
 
         # The timeout covers the whole read, not only the wait for the first chunk.
         try:
-            response = await asyncio.wait_for(read(), self.timeout)
+            streamed = await asyncio.wait_for(read(), self.timeout)
         except asyncio.TimeoutError:
             raise self._late(model) from None
         except Exception as e:
             raise ModelError(f"model call to {model!r} failed: {e}", model=model) from e
-        if response is None:
+        if streamed is None:
             raise ModelError(f"model call to {model!r} returned nothing", model=model)
-        return _completion(litellm, model, response, time.monotonic() - start)
+        return _from_stream(litellm, model, streamed, time.monotonic() - start)
 
     def partial(
         self, model: str, messages: list[dict[str, Any]], text: str, duration: float
@@ -380,21 +382,7 @@ def _from_json(
     """A Completion from an OpenAI chat-completion reply (the direct path), priced like litellm
     prices it."""
     choice = reply["choices"][0]
-    msg = choice.get("message") or {}
-    message: dict[str, Any] = {"role": "assistant", "content": msg.get("content") or ""}
-    calls = msg.get("tool_calls") or []
-    if calls:
-        message["tool_calls"] = [
-            {
-                "id": c.get("id"),
-                "type": "function",
-                "function": {
-                    "name": (c.get("function") or {}).get("name"),
-                    "arguments": (c.get("function") or {}).get("arguments"),
-                },
-            }
-            for c in calls
-        ]
+    message = _json_message(choice.get("message") or {})
     raw = reply.get("usage") or {}
     prompt = int(raw.get("prompt_tokens") or 0)
     completion = int(raw.get("completion_tokens") or 0)
@@ -414,6 +402,50 @@ def _from_json(
     )
 
 
+def _json_message(msg: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message of an OpenAI-shaped reply message, as a Completion holds it."""
+    message: dict[str, Any] = {"role": "assistant", "content": msg.get("content") or ""}
+    calls = msg.get("tool_calls") or []
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c.get("id"),
+                "type": "function",
+                "function": {
+                    "name": (c.get("function") or {}).get("name"),
+                    "arguments": (c.get("function") or {}).get("arguments"),
+                },
+            }
+            for c in calls
+        ]
+    return message
+
+
+def _from_stream(
+    litellm: Any, model: str, reply: openai_direct.StreamedReply, duration: float
+) -> Completion:
+    """A Completion from a reply litellm streamed, priced as `_completion` prices the whole
+    reply: litellm prices it at the stream's end and puts the price on the last chunk's usage
+    (`usage.cost`), so it is priced again only where that is missing."""
+    usage_object = reply.usage
+    usage = _usage(usage_object)
+    cost = getattr(usage_object, "cost", None)
+    if cost is None and usage_object is not None:
+        try:
+            cost = sum(litellm.cost_per_token(model=model, usage_object=usage_object))
+        except Exception:  # models litellm cannot price (unregistered local ones)
+            cost = 0.0
+    cost = float(cost or 0.0)
+    return Completion(
+        _json_message(reply.message()),
+        reply.finish_reason,
+        usage,
+        cost,
+        duration,
+        uncached_cost=_uncached_cost(litellm, model, usage, cost),
+    )
+
+
 def _completion(litellm: Any, model: str, response: Any, duration: float) -> Completion:
     """A Completion from a litellm ModelResponse, priced (once) as litellm prices it."""
     choice = response.choices[0]
@@ -429,7 +461,7 @@ def _completion(litellm: Any, model: str, response: Any, duration: float) -> Com
             }
             for c in calls
         ]
-    usage = _usage(response)
+    usage = _usage(getattr(response, "usage", None))
     # litellm has already priced the response; price it again only if it did not.
     cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
     if cost is None:
@@ -475,8 +507,8 @@ def _usage_dict(prompt: int, completion: int, cached: int, written: int) -> dict
     }
 
 
-def _usage(response: Any) -> dict[str, float]:
-    u = getattr(response, "usage", None)
+def _usage(u: Any) -> dict[str, float]:
+    """Our usage dict from litellm's Usage (None: nothing used)."""
     if u is None:
         return _usage_dict(0, 0, 0, 0)
     details = getattr(u, "prompt_tokens_details", None)
