@@ -4,7 +4,9 @@ processes)."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
+from typing import Any
 
 
 def processes() -> dict[int, tuple[int, bytes]]:
@@ -33,3 +35,33 @@ def descendants(pid: int) -> list[int]:
             out.append(child)
             todo.append(child)
     return out
+
+
+def kernel_pid(km: Any) -> int:
+    """The kernel's own process: the provisioner's, or in the sandbox the handle's child
+    that is a kernel (its other child is bwrap)."""
+    handle = km.provisioner.pid
+    if not km.provisioner.sandboxed:
+        return int(handle)
+    return next(
+        p
+        for p, (ppid, cmd) in processes().items()
+        if ppid == handle and b"\0prime_kernel.kernel\0" in cmd
+    )
+
+
+def sigint(pid: int) -> str:
+    """What `pid` does with SIGINT: "caught", "ignored" or "default" ("gone" if it ended).
+
+    An ipykernel ignores SIGINT while idle and catches it while it handles a request, so
+    "caught" is the event "the kernel is running the cell" (an interrupt sent before would
+    be lost), and "ignored" in a cell is the event "the cell made itself SIGINT-proof"."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return "gone"
+    masks = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+    bit = 1 << (signal.SIGINT - 1)
+    if int(masks["SigCgt"], 16) & bit:
+        return "caught"
+    return "ignored" if int(masks["SigIgn"], 16) & bit else "default"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_for
-from tests.procs import descendants
+from tests.procs import descendants, kernel_pid, processes, sigint
 
 pytestmark = pytest.mark.parametrize("prime_mode", ["bwrap"], indirect=True)
 
@@ -39,7 +39,7 @@ async def test_interrupt_reaches_the_kernel_and_only_it(daemon):
     runner, km = await agent_kernel(daemon)
     try:
         task = asyncio.ensure_future(runner.execute("import time\ntime.sleep(60)"))
-        await asyncio.sleep(1.5)
+        await wait_for(lambda: sigint(kernel_pid(km)) == "caught", 20)  # the cell runs
         await km.interrupt_kernel()
         result = await asyncio.wait_for(task, 20)
         assert result.status == "error"
@@ -58,7 +58,13 @@ async def test_interrupt_reaches_a_subprocess_of_the_kernel(daemon):
         task = asyncio.ensure_future(
             runner.execute("import subprocess\nsubprocess.run(['sleep', '60'])")
         )
-        await asyncio.sleep(1.5)
+        pid = kernel_pid(km)
+
+        def sleeping() -> bool:  # the cell's subprocess runs
+            table = processes()
+            return any(table[p][1].startswith(b"sleep\0") for p in descendants(pid) if p in table)
+
+        await wait_for(sleeping, 20)
         await km.interrupt_kernel()
         result = await asyncio.wait_for(task, 20)
         assert result.status == "error"
