@@ -19,6 +19,7 @@ from traitlets.config import Config
 import prime_kernel
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.models import scripted
+from tests.procs import descendants, disposition
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -200,6 +201,22 @@ async def wait_for(predicate: Callable[[], Any], timeout: float = 60) -> None:
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError("condition not met in time")
         await asyncio.sleep(0.05)
+
+
+async def cell_runs(daemon: Daemon, session_id: str, timeout: float = 60) -> None:
+    """Wait until the session's kernel runs its cell: our cell is in flight and the kernel
+    process catches SIGINT, as an ipykernel does only while it handles a request (an
+    interrupt or a cancel sent earlier would find the cell not started yet)."""
+
+    def running() -> bool:
+        live = daemon.live.get(session_id)
+        runner = live.runner if live else None
+        if runner is None or not runner.busy:
+            return False
+        pid = daemon.launcher.record(runner.kernel_id)["pid"]
+        return pid is not None and any(disposition(p) == "caught" for p in [pid, *descendants(pid)])
+
+    await wait_for(running, timeout)
 
 
 async def events(daemon: Daemon, session_id: str, *kinds: str) -> list[dict[str, Any]]:

@@ -50,8 +50,8 @@ def kernel_pid(km: Any) -> int:
     )
 
 
-def sigint(pid: int) -> str:
-    """What `pid` does with SIGINT: "caught", "ignored" or "default" ("gone" if it ended).
+def disposition(pid: int, sig: int = signal.SIGINT) -> str:
+    """What `pid` does with `sig`: "caught", "ignored" or "default" ("gone" if it ended).
 
     An ipykernel ignores SIGINT while idle and catches it while it handles a request, so
     "caught" is the event "the kernel is running the cell" (an interrupt sent before would
@@ -61,7 +61,7 @@ def sigint(pid: int) -> str:
     except OSError:
         return "gone"
     masks = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-    bit = 1 << (signal.SIGINT - 1)
+    bit = 1 << (sig - 1)
     if int(masks["SigCgt"], 16) & bit:
         return "caught"
     return "ignored" if int(masks["SigIgn"], 16) & bit else "default"

@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 from typing import Any
 
 import pytest
 
 from tests.conftest import events, start_session, wait_for
+from tests.procs import descendants, disposition
 
 # Sets `x`, is snapshotted at the turn boundary, then dies in its second cell.
 SETUP = {"code": "x = 41\nprint('set')"}
@@ -69,7 +71,12 @@ async def test_a_dead_kernel_is_noticed_and_the_repl_restored(
 async def test_a_cell_that_ignores_interrupts_is_killed_and_the_session_goes_on(
     daemon, script, jp_fetch
 ) -> None:
-    spin = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+    # Ignoring SIGUSR1 too is the test's sign that the cell runs and ignores SIGINT (an idle
+    # kernel ignores SIGINT too, so that alone tells nothing).
+    spin = (
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "signal.signal(signal.SIGUSR1, signal.SIG_IGN)\nwhile True:\n    pass"
+    )
     model = script([SETUP, {"code": spin}, {"code": "answer(x)"}])
     sid = await start_session(jp_fetch, "spin", model=model)
     await wait_for(lambda: daemon.registry.get(sid).terminal, timeout=120)
@@ -84,7 +91,12 @@ async def test_a_cell_that_ignores_interrupts_is_killed_and_the_session_goes_on(
 
 
 async def test_cancel_frees_a_kernel_that_ignores_interrupts(daemon, script, jp_fetch) -> None:
-    spin = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+    # Ignoring SIGUSR1 too is the test's sign that the cell runs and ignores SIGINT (an idle
+    # kernel ignores SIGINT too, so that alone tells nothing).
+    spin = (
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "signal.signal(signal.SIGUSR1, signal.SIG_IGN)\nwhile True:\n    pass"
+    )
     daemon.custody.cell_timeout = 600.0  # only the cancel can stop it
     sid = await start_session(jp_fetch, "spin", model=script([{"code": spin}]))
     await wait_for(lambda: daemon.registry.get(sid).kernel_id is not None)
@@ -93,7 +105,8 @@ async def test_cancel_frees_a_kernel_that_ignores_interrupts(daemon, script, jp_
     await wait_for(lambda: runner.busy)
     pid = daemon.launcher.record(runner.kernel_id)["pid"]
     assert pid is not None
-    await asyncio.sleep(0.5)
+    kernel = [pid, *descendants(pid)]  # the kernel, or bwrap and the kernel below it
+    await wait_for(lambda: any(disposition(p, signal.SIGUSR1) == "ignored" for p in kernel), 30)
     resp = await jp_fetch("api", "prime", "sessions", sid, method="DELETE")
     assert json.loads(resp.body)["cancelled"] == [sid]
     assert daemon.registry.get(sid).state.value == "CANCELLED"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_for
-from tests.procs import descendants, kernel_pid, processes, sigint
+from tests.procs import descendants, disposition, kernel_pid, processes
 
 pytestmark = pytest.mark.parametrize("prime_mode", ["bwrap"], indirect=True)
 
@@ -39,7 +39,7 @@ async def test_interrupt_reaches_the_kernel_and_only_it(daemon):
     runner, km = await agent_kernel(daemon)
     try:
         task = asyncio.ensure_future(runner.execute("import time\ntime.sleep(60)"))
-        await wait_for(lambda: sigint(kernel_pid(km)) == "caught", 20)  # the cell runs
+        await wait_for(lambda: disposition(kernel_pid(km)) == "caught", 20)  # the cell runs
         await km.interrupt_kernel()
         result = await asyncio.wait_for(task, 20)
         assert result.status == "error"

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 from prime_kernel.cli.main import main as cli_main
-from tests.conftest import events, wait_for
+from tests.conftest import cell_runs, events, wait_for
 
 
 async def test_cancel_cascades_to_grandchildren(daemon, user_kernel, script, jp_fetch, capsys):
@@ -21,7 +21,7 @@ async def test_cancel_cascades_to_grandchildren(daemon, user_kernel, script, jp_
 
     await wait_for(grandchild_in_cell)
     gid = daemon.registry.descendants(cid)[0].id
-    await asyncio.sleep(0.5)  # the sleep is running in the grandchild's kernel now
+    await cell_runs(daemon, gid)  # the sleep is running in the grandchild's kernel now
     out = await nb.value("print(sorted(h.cancel()['cancelled']))")
     assert out.strip() == str(sorted([cid, gid]))
     raised = await nb.value(

@@ -17,7 +17,7 @@ from traitlets.config import Config
 from prime_kernel.daemon.forkserver import LOST, ForkedProcess
 from prime_kernel.daemon.sandbox import Sandbox
 from tests.conftest import wait_for
-from tests.procs import kernel_pid, processes, sigint
+from tests.procs import disposition, kernel_pid, processes
 
 
 @pytest.fixture(params=["bwrap", "none"])
@@ -105,7 +105,7 @@ async def test_a_killed_kernel_is_seen_dead(daemon):
     runner, km = await forked_kernel(daemon)
     try:
         task = asyncio.ensure_future(runner.execute("import time\ntime.sleep(60)", timeout=60))
-        await wait_for(lambda: sigint(kernel_pid(km)) == "caught", 20)  # the cell runs
+        await wait_for(lambda: disposition(kernel_pid(km)) == "caught", 20)  # the cell runs
         os.kill(kernel_pid(km), signal.SIGKILL)
         result = await asyncio.wait_for(task, 20)
         assert result.status == "died" and result.exit == "signal SIGKILL"
@@ -119,7 +119,7 @@ async def test_interrupt_and_restart(daemon):
     runner, km = await forked_kernel(daemon)
     try:
         task = asyncio.ensure_future(runner.execute("import time\ntime.sleep(60)", timeout=60))
-        await wait_for(lambda: sigint(kernel_pid(km)) == "caught", 20)  # the cell runs
+        await wait_for(lambda: disposition(kernel_pid(km)) == "caught", 20)  # the cell runs
         await runner.interrupt()
         result = await asyncio.wait_for(task, 20)
         assert any(o.get("ename") == "KeyboardInterrupt" for o in result.outputs)
@@ -151,7 +151,7 @@ async def test_a_killed_template_is_replaced_and_its_kernels_run_on(daemon):
         await daemon.custody.pool.discard(other)
         # ...and the old kernel's death is still seen, though nobody can tell its status now.
         task = asyncio.ensure_future(runner.execute("import time\ntime.sleep(60)", timeout=60))
-        await wait_for(lambda: sigint(kernel_pid(km)) == "caught", 20)  # the cell runs
+        await wait_for(lambda: disposition(kernel_pid(km)) == "caught", 20)  # the cell runs
         os.kill(kernel_pid(km), signal.SIGKILL)
         result = await asyncio.wait_for(task, 20)
         assert result.status == "died" and result.exit == f"exit code {LOST}"
