@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import defaultdict
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
@@ -30,6 +31,7 @@ class FakeLoop(AgentLoop):
     no kernel."""
 
     def __init__(self, host: Any, live: LiveSession) -> None:
+        self.world = host
         self.live = live
 
     async def run(self, max_turns: int | None = None) -> None:
@@ -41,6 +43,7 @@ class FakeLoop(AgentLoop):
         elif what == "turns":
             raise TurnLimitReached("no answer after 1 turn")
         elif what == "hang":
+            self.world.hanging[live.id].set()
             await asyncio.Event().wait()
         elif what == "no kernel":
             raise KernelsUnavailable("the kernel gateway is down")
@@ -122,8 +125,10 @@ class World:
         self.started = asyncio.Event()
         self.started.set()
         self.tasks: list[asyncio.Task[Any]] = []
+        # Set when a "hang" session's loop hangs: it runs, with a kernel.
+        self.hanging: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)
         self.runs = Runs(
-            host=object(),  # type: ignore[arg-type]
+            host=self,  # type: ignore[arg-type]  # the fake loop's host
             registry=self.registry,
             lifecycle=self.lifecycle,
             scheduler=Scheduler(2),
@@ -257,7 +262,7 @@ def test_cancel_takes_the_subtree_children_first_and_says_what_had_ended() -> No
         await w.run(done)
         w.runs.start(root)
         w.runs.start(child)
-        await asyncio.sleep(0.01)
+        await asyncio.wait_for(asyncio.gather(w.hanging["r"].wait(), w.hanging["c"].wait()), 5)
         assert root.state == child.state == SessionState.RUNNING
         result = await w.runs.cancel("r")
         assert result == {"cancelled": ["c", "r"], "already_ended": False, "state": "CANCELLED"}
@@ -288,7 +293,7 @@ def test_interrupt_reaches_the_kernel_or_says_there_is_none() -> None:
         with pytest.raises(PrimeError, match="no running kernel"):
             await w.runs.interrupt("h")
         w.runs.start(live)
-        await asyncio.sleep(0.01)
+        await asyncio.wait_for(w.hanging["h"].wait(), 5)
         await w.runs.interrupt("h")
         assert live.runner.interrupted == 1  # type: ignore[union-attr]
         await w.runs.cancel("h")

@@ -16,10 +16,27 @@ from prime_kernel.util.redact import REDACTED, Redactor
 SECRET = "sk-live-0123456789abcdef"
 
 
-def _stream(interval: float = 0.05, secrets: tuple[str, ...] = ()) -> tuple[ReplyStream, list]:
+class Told(list[dict[str, Any]]):
+    """The deltas a listener was told, and a wait for the n-th of them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.grew = asyncio.Event()
+
+    def append(self, delta: dict[str, Any]) -> None:
+        super().append(delta)
+        self.grew.set()
+
+    async def until(self, n: int, timeout: float = 5) -> None:
+        while len(self) < n:
+            self.grew.clear()
+            await asyncio.wait_for(self.grew.wait(), timeout)
+
+
+def _stream(interval: float = 0.05, secrets: tuple[str, ...] = ()) -> tuple[ReplyStream, Told]:
     record = SessionRecord("s1", "p", SessionState.RUNNING, SessionKind.AGENT, "r1", time.time())
     log = EventLog(store=None)  # type: ignore[arg-type]  # deltas are never stored
-    told: list[dict[str, Any]] = []
+    told = Told()
     log.add_delta_listener(told.append)
     return ReplyStream(log, record, 3, Redactor(secrets), interval=interval), told
 
@@ -32,8 +49,7 @@ def test_pieces_are_merged_and_the_first_goes_at_once() -> None:
         for piece in ("lo", ", ", "wor", "ld"):
             stream.push(piece)
         assert len(told) == 1  # merged: they wait for the interval
-        while len(told) < 2:
-            await asyncio.sleep(0.01)
+        await told.until(2)  # the interval's flush
         stream.push("!")
         stream.close()
         stream.close()  # once
