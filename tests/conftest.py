@@ -189,8 +189,12 @@ def raw_request(method, path, body=None, token=None):
 """
 
 
-async def wait_for(predicate: Callable[[], Any], timeout: float = 60) -> None:
-    """Wait until `predicate()` (a value, or an awaitable of one) is true."""
+async def wait_for(
+    predicate: Callable[[], Any], timeout: float = 60, what: str = "the condition"
+) -> None:
+    """Wait until `predicate()` (a value, or an awaitable of one) is true: for states that
+    only a poll can read (a process table, a listing); an event, where there is one, is
+    better awaited itself."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         value = predicate()
@@ -199,8 +203,8 @@ async def wait_for(predicate: Callable[[], Any], timeout: float = 60) -> None:
         if value:
             return
         if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError("condition not met in time")
-        await asyncio.sleep(0.05)
+            raise TimeoutError(f"{what} was not met within {timeout} s")
+        await asyncio.sleep(0.05)  # the poll's period
 
 
 async def cell_runs(daemon: Daemon, session_id: str, timeout: float = 60) -> None:

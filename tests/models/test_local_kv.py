@@ -193,20 +193,25 @@ def test_a_stream_given_up_stops_generating(
 
     async def give_up() -> Any:
         read: list[Any] = []
+        third = asyncio.Event()  # the third chunk was read (or the stream ended before it)
 
         async def consume() -> None:
-            stream = await litellm.acompletion(
-                model=MODEL, messages=LONG, max_tokens=400, stream=True
-            )
-            async for chunk in stream:
-                read.append(chunk)
-                if how == "aclose" and len(read) == 3:
-                    await stream.aclose()
-                    return
+            try:
+                stream = await litellm.acompletion(
+                    model=MODEL, messages=LONG, max_tokens=400, stream=True
+                )
+                async for chunk in stream:
+                    read.append(chunk)
+                    if len(read) == 3:
+                        third.set()
+                        if how == "aclose":
+                            await stream.aclose()
+                            return
+            finally:
+                third.set()
 
         task = asyncio.create_task(consume())
-        while len(read) < 3 and not task.done():
-            await asyncio.sleep(0.005)
+        await asyncio.wait_for(third.wait(), 300)
         if how == "cancel":
             task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -17,7 +17,7 @@ from traitlets.config import Config
 
 from prime_kernel.daemon.sandbox import Sandbox
 from prime_kernel.protocol.requests import SessionRequest
-from tests.conftest import events
+from tests.conftest import events, wait_for
 
 pytestmark = pytest.mark.skipif(
     Sandbox(mode="auto").probe().mode != "bwrap", reason="bubblewrap does not work here"
@@ -139,11 +139,7 @@ async def test_caps_end_in_their_own_cell(daemon, script, jp_fetch) -> None:
         return out
 
     if os.geteuid() == 0:
-        for _ in range(100):
-            if not left():
-                break
-            await asyncio.sleep(0.1)
-        assert left() == []
+        await wait_for(lambda: not left(), 10, "every process of the agent's uid ended")
 
 
 async def test_each_kernel_has_a_uid_of_its_own(daemon, script) -> None:
