@@ -3,8 +3,11 @@ processes)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +68,20 @@ def disposition(pid: int, sig: int = signal.SIGINT) -> str:
     if int(masks["SigCgt"], 16) & bit:
         return "caught"
     return "ignored" if int(masks["SigIgn"], 16) & bit else "default"
+
+
+def server_info(runtime: Path, process: subprocess.Popen[Any], timeout: float = 180) -> Any:
+    """The `jpserver-<pid>.json` a server process writes once it listens, read when it is
+    written whole (jupyter_server creates the file, then writes it)."""
+    path = runtime / f"jpserver-{process.pid}.json"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):  # not there yet, or not written whole
+            pass
+        if process.poll() is not None:
+            raise AssertionError(f"the process exited ({process.returncode}) before {path.name}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {path.name} within {timeout} s")
+        time.sleep(0.1)  # the poll's period: a file's appearing has no event to await here

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.procs import server_info
+
 
 class CLI:
     """Runs `prime-agent` (this checkout's) in a private Jupyter runtime folder, so it finds
@@ -179,14 +181,7 @@ class Server:
             stderr=subprocess.DEVNULL,
             env=cli.env,
         )
-        info_file = cli.runtime / f"jpserver-{self.process.pid}.json"
-        deadline = time.monotonic() + 180
-        while not info_file.exists():
-            assert self.process.poll() is None, "the server died"
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.2)
-        time.sleep(0.2)  # written, not only created
-        self.url = json.loads(info_file.read_text())["url"]
+        self.url = server_info(cli.runtime, self.process, 180)["url"]
         self.get("models")  # the daemon answers once it has started
 
     def get(self, path: str) -> Any:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
 from tests.cli.conftest import CLI, one_line_error, read_until
+from tests.procs import server_info
 
 SCRIPTS = {
     "shout": {"turns": [{"code": "answer(context.upper())"}]},
@@ -112,10 +112,7 @@ def start_two(cli: CLI, root: Path) -> tuple[subprocess.Popen[str], subprocess.P
         }
     )
     first = cli.start("run", "a", "--model", "scripted/quick", root=root)
-    info = cli.runtime / f"jpserver-{first.pid}.json"
-    while not info.exists():  # its daemon may still be starting: sessions wait for it
-        assert first.poll() is None
-        time.sleep(0.1)
+    server_info(cli.runtime, first)  # its daemon may still be starting: sessions wait for it
     return first, cli.start("run", "b", "--model", "scripted/long", root=root)
 
 

@@ -7,8 +7,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from tests.procs import server_info
 
 
 def test_run_keeps_its_token_off_the_command_line_and_refuses_a_bomb(tmp_path: Path) -> None:
@@ -34,13 +35,7 @@ def test_run_keeps_its_token_off_the_command_line_and_refuses_a_bomb(tmp_path: P
         env=env,
     )
     try:
-        info = runtime / f"jpserver-{proc.pid}.json"
-        deadline = time.monotonic() + 120
-        while not info.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
-            time.sleep(0.1)
-        time.sleep(0.2)  # written whole
-        token = json.loads(info.read_text())["token"]
+        token = server_info(runtime, proc, 120)["token"]
         assert len(token) >= 32
         with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
             assert token.encode() not in f.read()
