@@ -17,6 +17,7 @@ from prime_kernel.daemon.gateway import GatewayLauncher
 from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import events, wait_for
 from tests.gateway.server import GATEWAY_TOKEN, Gateway
+from tests.procs import disposition, processes
 from tests.recovery.server import ServerProcess, free_port
 
 pytestmark = pytest.mark.timeout(120)
@@ -28,13 +29,21 @@ async def state_of(daemon: Daemon, sid: str, *states: str, timeout: float = 90) 
 
 
 async def cell_started(daemon: Daemon, sid: str, n: int = 1) -> None:
-    """Until the session's n-th cell was sent (and a moment for it to be running)."""
+    """Until the session's n-th cell was sent and the gateway's kernel runs it: the kernel
+    process (this host's, named by its connection file) catches SIGINT, as an ipykernel
+    does only while it handles a request."""
 
     async def sent() -> bool:
         return len(await events(daemon, sid, "assistant")) >= n
 
     await wait_for(sent)
-    await asyncio.sleep(1.0)
+    kernel_id = daemon.session_json(sid)["kernel_id"].encode()
+
+    def running() -> bool:
+        kernels = [p for p, (_, cmd) in processes().items() if kernel_id in cmd]
+        return any(disposition(p) == "caught" for p in kernels)
+
+    await wait_for(running, 60, f"cell {n} running in the gateway's kernel")
 
 
 async def test_agent_and_child_kernels_run_on_the_gateway(daemon, gateway, script, monkeypatch):
