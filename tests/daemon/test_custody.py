@@ -204,7 +204,6 @@ def test_an_ended_child_releases_its_kernel_and_an_ended_root_keeps_it() -> None
         for live in (root, child):
             live.record.update(state=SessionState.DONE)
             h.custody.session_ended(live.record, live, SessionState.DONE)
-        await asyncio.sleep(0)
         await asyncio.gather(*h.tasks[1:])  # the child's release (the root's keep waits)
         assert launcher.shut == ["k-child"] and child.runner is None
         assert "c" not in h.registry.live and h.tokens.session_for_kernel("k-child") is None
