@@ -39,7 +39,7 @@ def test_ctrl_c_while_the_server_starts_creates_nothing(cli: CLI, root: Path) ->
     logs = root / ".prime" / "logs"
     while not list(logs.glob("run-*.log")):  # the log exists: the server is being made
         assert run.poll() is None, run.stderr.read()
-        time.sleep(0.01)
+        time.sleep(0.01)  # a file's appearing has no event; Ctrl-C must come right after
     run.send_signal(signal.SIGINT)
     assert run.wait(120) == 130
     assert run.stdout.read() == f"starting a server for {root} (about 15 s the first time)…\n"

@@ -140,12 +140,12 @@ def test_kept_entries_follow_every_change(daemon: Daemon) -> None:
     grandchild = add(daemon, parent=child, state=SessionState.RUNNING)
     assert entry(daemon, child.id)["children"] == [grandchild.id]
     walls = [entry(daemon, s)["usage"]["subtree"]["wall_time"] for s in (grandchild.id, root.id)]
-    time.sleep(0.05)
+    time.sleep(0.05)  # wall time passing is what is tested
     later = [entry(daemon, s)["usage"]["subtree"]["wall_time"] for s in (grandchild.id, root.id)]
     assert all(b > a for a, b in zip(walls, later, strict=True))
     daemon.lifecycle.change(grandchild, SessionState.DONE)
     ended = entry(daemon, root.id)["usage"]["subtree"]["wall_time"]
-    time.sleep(0.02)
+    time.sleep(0.02)  # time passes; an ended session's wall time does not grow
     assert entry(daemon, root.id)["usage"]["subtree"]["wall_time"] == ended
 
     # A kernel coming and going shows, though the record does not change.

@@ -46,7 +46,7 @@ def test_readers_that_went_away_leave_the_store_working(tmp_path: Path) -> None:
             with pytest.raises(Unavailable):
                 await store.flush(timeout=0)  # gives up at once, its barrier still queued
             reader = asyncio.ensure_future(store.kernels())
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # one loop turn: the read is queued, then cancelled
             reader.cancel()
             await asyncio.wait_for(store.flush(), 10)
             return await asyncio.wait_for(store.kernels(), 10)

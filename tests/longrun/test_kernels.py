@@ -54,7 +54,7 @@ async def test_a_person_working_in_an_idle_agents_repl_keeps_it_up(daemon, jp_fe
         for _ in range(6):
             await console.execute_interactive("x += 1", timeout=30)
             assert live.state.value == "IDLE"
-            await asyncio.sleep(1)
+            await asyncio.sleep(1)  # a person's pace: cells over twice the idle timeout
     finally:
         console.stop_channels()
     await wait_for(lambda: live.state.value == "INACTIVE", timeout=60)

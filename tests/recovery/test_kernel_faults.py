@@ -158,7 +158,7 @@ async def test_a_huge_answer_while_others_list_sessions(daemon, script, jp_fetch
         resp = await jp_fetch("api", "prime", "sessions")
         assert resp.code == 200
         listed += 1
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # a client listing every 10 ms: the load under test
     assert listed and daemon.session_json(sid)["state"] == "DONE"
     assert len(await daemon.answer_bytes(sid)) > 150_000_000
 

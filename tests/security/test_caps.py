@@ -106,7 +106,7 @@ async def test_caps_end_in_their_own_cell(daemon, script, jp_fetch) -> None:
     # The server answers all along.
     for _ in range(10):
         assert (await jp_fetch("api", "prime", "sessions")).code == 200
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # sampled over the bombs' 3 s, not a wait for a state
     done = await daemon.runs.wait(bomber["id"], 180)
     assert done["state"] == "DONE", done.get("error")
     assert (await daemon.runs.wait(other["id"], 120))["state"] == "DONE"

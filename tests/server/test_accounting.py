@@ -86,7 +86,7 @@ async def test_concurrency_limit_holds_with_50_children(daemon, user_kernel, scr
     while not fan_out.done():  # the scheduler's own view, sampled while the fan-out runs
         holders = max(holders, daemon.scheduler.running)
         queued = max(queued, len(daemon.scheduler.queued))
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # the sampling period, not a wait for a state
     out = fan_out.result()
     count, answers, ids = out.split(" ", 2)
     ids = json.loads(ids.replace("'", '"'))
