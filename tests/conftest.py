@@ -212,15 +212,18 @@ async def cell_runs(daemon: Daemon, session_id: str, timeout: float = 60) -> Non
     process catches SIGINT, as an ipykernel does only while it handles a request (an
     interrupt or a cancel sent earlier would find the cell not started yet)."""
 
+    launcher = daemon.launcher
+    assert launcher is not None
+
     def running() -> bool:
         live = daemon.live.get(session_id)
         runner = live.runner if live else None
         if runner is None or not runner.busy:
             return False
-        pid = daemon.launcher.record(runner.kernel_id)["pid"]
+        pid = launcher.record(runner.kernel_id)["pid"]
         return pid is not None and any(disposition(p) == "caught" for p in [pid, *descendants(pid)])
 
-    await wait_for(running, timeout)
+    await wait_for(running, timeout, f"a cell running in session {session_id}'s kernel")
 
 
 async def events(daemon: Daemon, session_id: str, *kinds: str) -> list[dict[str, Any]]:
