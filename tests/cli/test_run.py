@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from prime_kernel.models import local
+from prime_kernel.models import local, profiles
 from tests.cli.conftest import CLI, one_line_error
 
 SQUARES = {
@@ -180,4 +180,5 @@ def test_readme_main_command_on_the_embedded_model(cli: CLI, root: Path) -> None
     assert kinds.count("model_call") == record["usage"]["own"]["model_calls"] >= 1
     assert "cell" in kinds and "answer" in kinds
     # The imports the small model is promised are the harness's own cell, said so.
-    assert "harness setup cell [1] ok:\n  > import csv, math, re, statistics" in proc.stdout
+    first = profiles.CODER_SETUP.splitlines()[0]
+    assert f"harness setup cell [1] ok:\n  > {first}" in proc.stdout
