@@ -55,6 +55,17 @@ class Stop:
             await asyncio.wait_for(self.requested.wait(), timeout)
 
 
+def _bare(reply: str) -> str:
+    """A reply without its code fence: a profile's prefill (```python) is stored with the reply
+    but never streamed, and the closing fence may be the stop sequence."""
+    text = reply.strip()
+    for fence in ("```python", "```"):
+        if text.startswith(fence):
+            text = text[len(fence) :]
+            break
+    return text.removesuffix("```").strip()
+
+
 class StatusLine:
     """One line at the bottom of a terminal, redrawn in place; lines are printed above it."""
 
@@ -242,7 +253,7 @@ class Progress:
         if self.live is not None and self.live[0] == sid:
             self._end_live()
         streamed = self.streamed.pop(sid, None)
-        return streamed is not None and streamed.strip() == content.strip()
+        return streamed is not None and _bare(streamed) == _bare(content)
 
     def _end_live(self) -> None:
         assert self.stream is not None
