@@ -172,7 +172,7 @@ def serve(root: str) -> None:
             "--ServerApp.allow_root=True",
             "--ServerApp.open_browser=False",
             "--ServerApp.log_level=WARN",
-            "--Daemon.auto_resume=False",
+            "--Recovery.auto_resume=False",
             "--KernelCustody.pool_size=0",
         ]
     )

@@ -17,7 +17,7 @@ from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
 import prime_kernel
-from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.daemon.daemon import SERVICES, Daemon
 from prime_kernel.models import scripted
 from tests.procs import descendants, disposition
 
@@ -41,14 +41,29 @@ def prime_config() -> dict[str, Any]:
     }
 
 
+def by_class(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """`settings` (`prime_config`'s flat names) each under the daemon's class that reads it,
+    so that no test spells a setting by a deprecated name (an unknown name stays the Daemon's,
+    where traitlets warns about it)."""
+    sections: dict[str, dict[str, Any]] = {}
+    for name, value in settings.items():
+        owner = next((c for c in SERVICES if name in c.class_traits(config=True)), Daemon)
+        sections.setdefault(owner.__name__, {})[name] = value
+    return sections
+
+
+def server_config(settings: dict[str, Any], **sections: dict[str, Any]) -> Config:
+    """A test server's config: the Prime extension on, `settings` where they are read
+    (`by_class`) and the other `sections` as given."""
+    config = Config({"ServerApp": {"jpserver_extensions": {"prime_kernel": True}}})
+    for cls, values in [*by_class(settings).items(), *sections.items()]:
+        config[cls].update(values)
+    return config
+
+
 @pytest.fixture
 def jp_server_config(prime_config: dict[str, Any]) -> Config:
-    return Config(
-        {
-            "ServerApp": {"jpserver_extensions": {"prime_kernel": True}},
-            "Daemon": prime_config,
-        }
-    )
+    return server_config(prime_config)
 
 
 @pytest.fixture

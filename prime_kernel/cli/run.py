@@ -4,7 +4,7 @@ its answer.
 Everything the command is given (budgets, context, settings, the model) is checked before any
 server starts. Then, if a server already serves the root (`jupyter lab` there, or another
 `run`), the task goes to it over REST; otherwise this process starts one headless (see
-`headless.py`), with `Daemon.auto_resume` off: unfinished sessions of earlier runs are not
+`headless.py`), with `c.Recovery.auto_resume` off: unfinished sessions of earlier runs are not
 silently run again, they wait INACTIVE until `prime-agent resume ID` (or a message) wakes them.
 Either way the session is followed over REST (`follow.py`). Ctrl-C cancels it, which shuts its
 kernels down, and exits 130.
@@ -305,7 +305,7 @@ def _headless(args: argparse.Namespace, root: Path, job: Job) -> int:
     # one warm kernel is enough for a single agent and leaves the CPU to its model.
     # A setting given with --config wins (traitlets refuses one given twice).
     given = {arg.partition("=")[0] for arg in job.server_argv}
-    defaults = ["--Daemon.auto_resume=False", "--KernelCustody.pool_size=1"]
+    defaults = ["--Recovery.auto_resume=False", "--KernelCustody.pool_size=1"]
     argv = [*(d for d in defaults if d.partition("=")[0] not in given), *job.server_argv]
     try:
         with quiet_process(log) as terminal:

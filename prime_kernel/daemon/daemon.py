@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
-from traitlets import Bool, Float, Instance, Int, Type, Unicode, default
+from traitlets import Instance, Int, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from ..harness.harness import Harness
@@ -106,6 +106,9 @@ MOVED = {
             "message_rate_limit",
             "message_rate_window",
         ),
+        "ModelRouter": ("model_timeout", "direct_openai"),
+        "Passivation": ("idle_timeout",),
+        "Recovery": ("auto_resume", "stop_snapshot_timeout"),
         "Host": (
             "max_turns",
             "observation_chars",
@@ -139,37 +142,9 @@ class Daemon(LoggingConfigurable):
         "prime-agent", config=True, help="Kernelspec that agent sessions are started from."
     )
     max_concurrent = Int(4, config=True, help="Sessions taking turns at once; the rest queue.")
-    model_timeout = Float(
-        600.0,
-        config=True,
-        help="Seconds a model call may take; a call that takes longer fails (0: no limit).",
+    router_class = Type(
+        ModelRouter, klass=ModelRouter, config=True, help="The model router (litellm) to use."
     )
-    idle_timeout = Float(
-        1800.0,
-        config=True,
-        help="Seconds an IDLE agent session waits before it is passivated (INACTIVE): its "
-        "REPL is snapshotted and its kernel shut down until a message revives it.",
-    )
-    auto_resume = Bool(
-        True,
-        config=True,
-        help="After a restart, run the sessions a previous daemon left unfinished: queued ones "
-        "are queued again, running ones resume at their last turn. Off: they wait INACTIVE "
-        "until a message (or `prime-agent resume`) wakes them.",
-    )
-    stop_snapshot_timeout = Float(
-        10.0, config=True, help="Seconds a clean stop spends snapshotting live REPLs."
-    )
-
-    direct_openai = Bool(
-        True,
-        config=True,
-        help="Send `openai/...` model calls that carry no keyword arguments but api_base, "
-        "api_key and timeout straight to the endpoint instead of through litellm (which spends "
-        "milliseconds of CPU per call); the endpoint, key, retries, usage and price are the "
-        "same. Off: every call goes through litellm.",
-    )
-    router_class = Type(ModelRouter, config=True, help="The model router (litellm) to use.")
     harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
     store_class = Type(SqliteStore, klass=Store, config=True, help="The store implementation.")
     kernel_launcher_class = Type(
@@ -209,9 +184,7 @@ class Daemon(LoggingConfigurable):
         for note in moved:
             self.log.warning(note)
         self.tokens = TokenRegistry()
-        self.router: ModelRouter = self.router_class()
-        self.router.timeout = self.model_timeout or None
-        self.router.direct = self.direct_openai
+        self.router: ModelRouter = self.router_class(parent=self)
         make_store: Callable[[str], Store] = self.store_class
         self.store = make_store(self.store_dir)
         self.registry = SessionRegistry()
@@ -258,9 +231,9 @@ class Daemon(LoggingConfigurable):
             self.lifecycle,
             self.snapshots,
             self.custody.release,
-            lambda: self.idle_timeout,
             self.spawn,
             before_save=lambda live: self.collector.auto_spill(live, "passivation"),
+            parent=self,
         )
         self.mailbox = Mailbox(
             registry=self.registry,
@@ -322,7 +295,7 @@ class Daemon(LoggingConfigurable):
             scrub=self.scrub,
             spawn=self.spawn,
         )
-        self.recovery = Recovery(self)
+        self.recovery = Recovery(self, parent=self)
         self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
         self.launcher: KernelLauncher | None = None
         # An id of this daemon's run: list cursors (`changed_after`) are only valid within it.
@@ -633,6 +606,9 @@ SERVICES: tuple[type[LoggingConfigurable], ...] = (
     Runs,
     Mailbox,
     Host,
+    ModelRouter,
+    Passivation,
+    Recovery,
 )
 
 

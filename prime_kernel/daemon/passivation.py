@@ -21,6 +21,9 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from traitlets import Float
+from traitlets.config import LoggingConfigurable
+
 from ..protocol.errors import NotFound
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
@@ -116,24 +119,31 @@ class Snapshots:
         return info
 
 
-class Passivation:
+class Passivation(LoggingConfigurable):
     """Idle timers: an agent IDLE for `idle_timeout` seconds is snapshotted and its kernel shut
-    down (INACTIVE)."""
+    down (INACTIVE). Configure as `c.Passivation.<trait>`."""
+
+    idle_timeout = Float(
+        1800.0,
+        config=True,
+        help="Seconds an IDLE agent session waits before it is passivated (INACTIVE): its "
+        "REPL is snapshotted and its kernel shut down until a message revives it.",
+    )
 
     def __init__(
         self,
         lifecycle: Lifecycle,
         snapshots: Snapshots,
         release_kernel: Callable[[LiveSession], Awaitable[None]],
-        idle_timeout: Callable[[], float],
         spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]],
         before_save: Callable[[LiveSession], Awaitable[Any]] | None = None,
+        **kwargs: Any,
     ) -> None:
+        super().__init__(**kwargs)
         self.lifecycle = lifecycle
         self.before_save = before_save
         self.snapshots = snapshots
         self.release_kernel = release_kernel
-        self.idle_timeout = idle_timeout
         self.spawn = spawn
         self._locks: dict[str, asyncio.Lock] = {}
         self._timers: dict[str, asyncio.Task[None]] = {}
@@ -162,10 +172,10 @@ class Passivation:
             self._locks.pop(record.id, None)
 
     async def _idle_timer(self, live: LiveSession) -> None:
-        await asyncio.sleep(self.idle_timeout())
+        await asyncio.sleep(self.idle_timeout)
         self._timers.pop(live.id, None)
         try:
-            await self.passivate(live, f"idle for {self.idle_timeout():g} s")
+            await self.passivate(live, f"idle for {self.idle_timeout:g} s")
         except Exception:
             log.exception("could not passivate session %s", live.id)
 

@@ -1,7 +1,7 @@
 """Sessions outlive the daemon: what a stop leaves behind, and how a new daemon picks it up.
 
 A clean stop (`suspend_all`) stops every run where it is, snapshots the REPLs it can within
-`Daemon.stop_snapshot_timeout`, and shuts the kernels down — leaving every agent's record as it
+`c.Recovery.stop_snapshot_timeout`, and shuts the kernels down — leaving every agent's record as it
 was, so nothing is marked failed (the notebooks' sessions end: their kernels go with the server).
 A crash leaves the same records, minus the snapshots and with the notebooks' sessions open.
 While no daemon runs, `unattended` says what each such record stands for.
@@ -20,7 +20,7 @@ shut it down), and `resume` takes every unfinished session back:
 - notebook sessions: their kernel ended with the old server, so they end (DONE, with the reason);
   their children go on, and what they answer stays retrievable.
 
-With `Daemon.auto_resume` off (the CLI's `prime-agent run`), queued and running sessions wait
+With `c.Recovery.auto_resume` off (the CLI's `prime-agent run`), queued and running sessions wait
 INACTIVE instead, until a message or `prime-agent resume` wakes them.
 """
 
@@ -34,6 +34,9 @@ import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from traitlets import Bool, Float
+from traitlets.config import LoggingConfigurable
 
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
@@ -66,8 +69,23 @@ def unattended(record: SessionRecord) -> tuple[SessionState, str] | None:
     )
 
 
-class Recovery:
-    def __init__(self, daemon: Daemon) -> None:
+class Recovery(LoggingConfigurable):
+    """A clean stop and a restart: what ran is left resumable, and taken back after. Configure
+    as `c.Recovery.<trait>`."""
+
+    auto_resume = Bool(
+        True,
+        config=True,
+        help="After a restart, run the sessions a previous daemon left unfinished: queued ones "
+        "are queued again, running ones resume at their last turn. Off: they wait INACTIVE "
+        "until a message (or `prime-agent resume`) wakes them.",
+    )
+    stop_snapshot_timeout = Float(
+        10.0, config=True, help="Seconds a clean stop spends snapshotting live REPLs."
+    )
+
+    def __init__(self, daemon: Daemon, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.daemon = daemon
         # Sessions whose conversation must be read back from the store before their next run.
         self._unloaded: set[str] = set()
@@ -94,7 +112,7 @@ class Recovery:
             ]
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(
-                    asyncio.gather(*saving, return_exceptions=True), daemon.stop_snapshot_timeout
+                    asyncio.gather(*saving, return_exceptions=True), self.stop_snapshot_timeout
                 )
         await asyncio.gather(
             *(daemon.custody.release(lv) for lv in lives if lv.runner is not None),
@@ -191,7 +209,7 @@ class Recovery:
         for live in self._to_run:
             if live.state.terminal:
                 continue  # cancelled while the daemon was starting
-            if not daemon.auto_resume:
+            if not self.auto_resume:
                 daemon.lifecycle.change(
                     live.record,
                     SessionState.INACTIVE,
@@ -203,7 +221,7 @@ class Recovery:
                 daemon.runs.start(live)
         self._to_run.clear()
         resting, self._resting = self._resting, []
-        if resting and daemon.auto_resume:
+        if resting and self.auto_resume:
             daemon.spawn(self._wake_if_mail(resting), "wake-if-mail")
 
     async def _wake_if_mail(self, lives: list[LiveSession]) -> None:

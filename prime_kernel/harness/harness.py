@@ -82,7 +82,7 @@ class Harness(LoggingConfigurable):
         120.0,
         config=True,
         help="Seconds a refinement's model call may take; then it is stopped and the "
-        "refinement fails, changing nothing (0: Daemon.model_timeout only).",
+        "refinement fails, changing nothing (0: c.ModelRouter.model_timeout only).",
     )
     refine_reply_tokens = Int(1200, config=True, help="Most tokens a refinement's reply may have.")
     refine_prompt_tokens = Int(

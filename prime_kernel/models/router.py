@@ -17,6 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from traitlets import Bool, Float
+from traitlets.config import LoggingConfigurable
+
 from ..protocol.errors import ModelError
 from . import openai_direct
 
@@ -86,18 +89,37 @@ class Completion:
     uncached_cost: float = 0.0
 
 
-class ModelRouter:
-    def __init__(self) -> None:
+class ModelRouter(LoggingConfigurable):
+    """Every model call of the daemon, through litellm (or straight to an OpenAI endpoint).
+    Configure as `c.ModelRouter.<trait>`."""
+
+    # A model that never answers fails the call instead of hanging its session.
+    model_timeout = Float(
+        600.0,
+        config=True,
+        help="Seconds a model call may take; a call that takes longer fails (0: no limit).",
+    )
+    direct_openai = Bool(
+        True,
+        config=True,
+        help="Send `openai/...` model calls that carry no keyword arguments but api_base, "
+        "api_key and timeout straight to the endpoint instead of through litellm (which spends "
+        "milliseconds of CPU per call); the endpoint, key, retries, usage and price are the "
+        "same. Off: every call goes through litellm.",
+    )
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self._litellm: Any = None
-        # Seconds one call may take (None: no limit), so a model that never answers fails
-        # the call instead of hanging its session; the daemon sets it (Daemon.model_timeout).
-        self.timeout: float | None = None
-        # Plain `openai/...` calls skip litellm's per-call machinery (see openai_direct).
-        self.direct = True
         self._direct = openai_direct.DirectOpenAI()
         # Per-token rates of the models the direct path priced (see openai_direct.price).
         self._rates: dict[str, Any] = {}
         self._breakpoints: dict[str, bool] = {}
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds one call may take (None: no limit)."""
+        return self.model_timeout or None
 
     @property
     def litellm(self) -> Any:
@@ -226,7 +248,7 @@ class ModelRouter:
         part (prompt_cache.py), marked with breakpoints for the providers that need them."""
         litellm = self.litellm
         start = time.monotonic()
-        where = openai_direct.endpoint(litellm, model, kwargs) if self.direct else None
+        where = openai_direct.endpoint(litellm, model, kwargs) if self.direct_openai else None
         if where is not None:
             try:
                 reply = await self._direct.complete(where, model.split("/", 1)[1], messages, tools)
@@ -262,7 +284,7 @@ class ModelRouter:
         call closes the provider's stream at once."""
         litellm = self.litellm
         start = time.monotonic()
-        where = openai_direct.endpoint(litellm, model, kwargs) if self.direct else None
+        where = openai_direct.endpoint(litellm, model, kwargs) if self.direct_openai else None
         if where is not None:
             name = model.split("/", 1)[1]
             try:
@@ -334,7 +356,7 @@ class ModelRouter:
     def _late(self, model: str) -> ModelError:
         return ModelError(
             f"the model {model!r} did not answer within {self.timeout:g} s "
-            "(c.Daemon.model_timeout)",
+            "(c.ModelRouter.model_timeout)",
             model=model,
         )
 

@@ -14,7 +14,7 @@ import pytest
 from prime_kernel.cli.headless import serve, start_daemon
 from prime_kernel.daemon.store import SqliteStore
 
-ARGV = ["--Daemon.pool_size=0", "--Daemon.keep_root_kernel=0"]
+ARGV = ["--KernelCustody.pool_size=0", "--KernelCustody.keep_root_kernel=0"]
 
 
 def gone(pid: int) -> bool:

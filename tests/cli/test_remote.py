@@ -27,7 +27,7 @@ def test_run_goes_to_the_running_server(
     cli: CLI, root: Path, tmp_path: Path, start_server: Any
 ) -> None:
     cli.scripts(SCRIPTS)
-    server = start_server(root, "--Daemon.model_timeout=3")
+    server = start_server(root, "--ModelRouter.model_timeout=3")
     proc = cli(
         "run",
         "shout it",
@@ -58,7 +58,7 @@ def test_run_goes_to_the_running_server(
     # What the server refuses, in one line each.
     one_line_error(cli("run", "x", "--model", "local/smollm", root=root), 2, "unknown model")
     one_line_error(
-        cli("run", "x", "--config", "Daemon.pool_size=0", root=root), 2, "one already serves"
+        cli("run", "x", "--config", "KernelCustody.pool_size=0", root=root), 2, "one already serves"
     )
     one_line_error(cli("send", sid, "more", root=root), 1, "has ended (DONE)")
     one_line_error(cli("resume", sid, root=root), 1, "is DONE, not INACTIVE")
@@ -92,7 +92,7 @@ def test_the_store_read_directly_says_what_the_server_says(
     cli: CLI, root: Path, start_server: Any
 ) -> None:
     cli.scripts(SCRIPTS)
-    server = start_server(root, "--Daemon.keep_root_kernel=0")
+    server = start_server(root, "--KernelCustody.keep_root_kernel=0")
     assert cli("run", "a", "--model", "scripted/prose", "-q", root=root).returncode == 0
     assert cli("run", "b", "--model", "scripted/empty", "-q", root=root).returncode == 1
     served = cli.json("sessions", root=root)

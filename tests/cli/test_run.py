@@ -156,7 +156,7 @@ def test_a_model_that_never_answers_fails_within_its_timeout(cli: CLI, root: Pat
         "--model",
         "scripted/mute",
         "--config",
-        "Daemon.model_timeout=2",
+        "ModelRouter.model_timeout=2",
         root=root,
         timeout=120,
     )

@@ -63,3 +63,41 @@ def test_the_daemons_moved_settings(tmp_path: Path, caplog: pytest.LogCaptureFix
     assert "c.Daemon.pool_size is deprecated: use c.KernelCustody.pool_size" in caplog.text
     assert "Daemon(cell_timeout=...) is deprecated" in caplog.text
     assert "c.Daemon.max_turns is deprecated: use c.Host.max_turns" in caplog.text
+
+
+def test_the_router_passivation_and_recovery_read_their_own_settings(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = Config(
+        {
+            "Daemon": {
+                "model_timeout": 0.0,
+                "direct_openai": False,
+                "idle_timeout": 5.0,
+                "auto_resume": False,
+            }
+        }
+    )
+    with caplog.at_level(logging.WARNING):
+        daemon = Daemon(root_dir=str(tmp_path), config=old, stop_snapshot_timeout=2.0)
+    assert daemon.router.timeout is None and not daemon.router.direct_openai
+    assert daemon.passivation.idle_timeout == 5.0
+    assert not daemon.recovery.auto_resume and daemon.recovery.stop_snapshot_timeout == 2.0
+    assert "c.Daemon.model_timeout is deprecated: use c.ModelRouter.model_timeout" in caplog.text
+    assert "c.Daemon.idle_timeout is deprecated: use c.Passivation.idle_timeout" in caplog.text
+    assert "Daemon(stop_snapshot_timeout=...) is deprecated" in caplog.text
+
+    new = Config({"ModelRouter": {"model_timeout": 3.0}, "Recovery": {"auto_resume": False}})
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        daemon = Daemon(root_dir=str(tmp_path / "new"), config=new)
+    assert daemon.router.timeout == 3.0 and daemon.router.direct_openai
+    assert not daemon.recovery.auto_resume and daemon.passivation.idle_timeout == 1800.0
+    assert "deprecated" not in caplog.text
+
+
+def test_every_daemon_class_has_at_most_twelve_settings() -> None:
+    from prime_kernel.daemon.daemon import SERVICES
+
+    for cls in SERVICES:
+        assert len(cls.class_traits(config=True)) <= 12, cls.__name__

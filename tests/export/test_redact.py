@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import nbformat
+from traitlets.config import Config
 
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.util.redact import REDACTED, Redactor, config_secrets, environment_secrets
@@ -54,7 +55,8 @@ def test_redactor_replaces_everywhere_longest_first():
 
 def test_daemon_secrets_include_config_env_and_live_tokens(tmp_path, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-123456789")
-    daemon = Daemon(root_dir=str(tmp_path), model_kwargs={"api_key": "from-config-123"})
+    config = Config({"Host": {"model_kwargs": {"api_key": "from-config-123"}}})
+    daemon = Daemon(root_dir=str(tmp_path), config=config)
     token = daemon.tokens.mint("kernel-1")
     daemon.scrubber.add("server-token-123")
     found = daemon.secrets()

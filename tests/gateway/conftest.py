@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
+from tests.conftest import server_config
 from tests.gateway.server import GATEWAY_TOKEN, Gateway
 
 
@@ -55,10 +56,4 @@ def prime_config(gateway_url: str, public_url: str) -> dict[str, Any]:
 
 @pytest.fixture
 def jp_server_config(prime_config: dict[str, Any], gateway_token: str) -> Config:
-    return Config(
-        {
-            "ServerApp": {"jpserver_extensions": {"prime_kernel": True}},
-            "Daemon": prime_config,
-            "GatewayLauncher": {"auth_token": gateway_token},
-        }
-    )
+    return server_config(prime_config, GatewayLauncher={"auth_token": gateway_token})

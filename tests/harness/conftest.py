@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
+from tests.conftest import server_config
+
 
 @pytest.fixture
 def global_harness(tmp_path: Path) -> Path:
@@ -17,13 +19,7 @@ def global_harness(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def jp_server_config(prime_config: dict[str, Any], global_harness: Path) -> Config:
-    return Config(
-        {
-            "ServerApp": {"jpserver_extensions": {"prime_kernel": True}},
-            "Daemon": prime_config,
-            "Harness": {"global_dir": str(global_harness)},
-        }
-    )
+    return server_config(prime_config, Harness={"global_dir": str(global_harness)})
 
 
 @pytest.fixture

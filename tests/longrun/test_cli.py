@@ -39,7 +39,13 @@ def test_run_autonomous_until_the_gate_passes(tmp_path: Path) -> None:
     env = {"PRIME_SCRIPTS": str(scripts)}
     argv = ["run", "make ok.txt", "--model", "scripted/auto", "--autonomous"]
     done = prime_agent(
-        *argv, "--gate", "test -f ok.txt", "--config", "Daemon.pool_size=0", root=root, env=env
+        *argv,
+        "--gate",
+        "test -f ok.txt",
+        "--config",
+        "KernelCustody.pool_size=0",
+        root=root,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout

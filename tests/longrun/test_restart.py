@@ -59,7 +59,8 @@ class Server:
                         "allow_root": True,
                     },
                     "IdentityProvider": {"token": self.token},
-                    "Daemon": {"pool_size": 0, "default_model": "scripted/keeper"},
+                    "KernelCustody": {"pool_size": 0},
+                    "Admission": {"default_model": "scripted/keeper"},
                 }
             )
         )

@@ -169,14 +169,13 @@ def complete(router: ModelRouter, model: str, **kwargs: Any) -> Any:
         finally:
             # The direct path's connections; litellm's logging worker (started by a call
             # through litellm) is stopped only by a router that used it, on its own loop.
-            await (router.close() if not router.direct else router._direct.close())
+            await (router.close() if not router.direct_openai else router._direct.close())
 
     return asyncio.run(run())
 
 
 def test_direct_and_litellm_give_the_same_completion(server: Server) -> None:
-    direct, through = ModelRouter(), ModelRouter()
-    through.direct = False
+    direct, through = ModelRouter(), ModelRouter(direct_openai=False)
     a = complete(direct, "openai/gpt-4o-mini", api_base=server.url, api_key="sk-test-direct")
     b = complete(through, "openai/gpt-4o-mini", api_base=server.url, api_key="sk-test-direct")
     assert a.message == b.message
@@ -212,11 +211,10 @@ def test_direct_and_litellm_stream_the_same_completion(server: Server) -> None:
                 api_key="sk-test-direct",
             )
         finally:
-            await (router.close() if not router.direct else router._direct.close())
+            await (router.close() if not router.direct_openai else router._direct.close())
         return completion, pieces
 
-    direct, through = ModelRouter(), ModelRouter()
-    through.direct = False
+    direct, through = ModelRouter(), ModelRouter(direct_openai=False)
     a, a_pieces = asyncio.run(stream(direct))
     b, b_pieces = asyncio.run(stream(through))
     assert a_pieces == b_pieces == PIECES

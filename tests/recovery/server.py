@@ -18,6 +18,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import by_class
+
 TOKEN = "recovery-test-token-0123456789"
 
 
@@ -73,7 +75,7 @@ class ServerProcess:
                         "allow_root": True,
                     },
                     "IdentityProvider": {"token": TOKEN},
-                    "Daemon": self.daemon,
+                    **by_class(self.daemon),
                     **self.config,
                 }
             )

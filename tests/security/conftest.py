@@ -16,6 +16,7 @@ import pytest
 from traitlets.config import Config
 
 from prime_kernel.daemon.sandbox import Sandbox
+from tests.conftest import server_config
 
 requires_bwrap = pytest.mark.skipif(
     Sandbox(mode="auto").probe().mode != "bwrap",
@@ -32,13 +33,7 @@ def prime_mode(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def jp_server_config(prime_config: dict[str, Any], prime_mode: str) -> Config:
-    return Config(
-        {
-            "ServerApp": {"jpserver_extensions": {"prime_kernel": True}},
-            "Daemon": prime_config,
-            "Sandbox": {"mode": prime_mode},
-        }
-    )
+    return server_config(prime_config, Sandbox={"mode": prime_mode})
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from traitlets.config import Config
 
 from prime_kernel.daemon.sandbox import Sandbox
 from prime_kernel.protocol.requests import SessionRequest
-from tests.conftest import events, wait_for
+from tests.conftest import events, server_config, wait_for
 
 pytestmark = pytest.mark.skipif(
     Sandbox(mode="auto").probe().mode != "bwrap", reason="bubblewrap does not work here"
@@ -41,13 +41,8 @@ def prime_config(prime_config: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(params=[True, False], ids=["forked", "exec"])
 def jp_server_config(request: pytest.FixtureRequest, prime_config: dict[str, Any]) -> Config:
-    return Config(
-        {
-            "ServerApp": {"jpserver_extensions": {"prime_kernel": True}},
-            "Daemon": prime_config,
-            "Sandbox": {"mode": "bwrap", **LIMITS},
-            "LocalLauncher": {"fork": request.param},
-        }
+    return server_config(
+        prime_config, Sandbox={"mode": "bwrap", **LIMITS}, LocalLauncher={"fork": request.param}
     )
 
 

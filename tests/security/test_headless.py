@@ -28,7 +28,14 @@ def test_run_keeps_its_token_off_the_command_line_and_refuses_a_bomb(tmp_path: P
     env.pop("PRIME_MODEL", None)
     argv = ["--root", str(root), "run", "go", "--model", "scripted/bomb"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "prime_kernel.cli.main", *argv, "--config", "Daemon.pool_size=0"],
+        [
+            sys.executable,
+            "-m",
+            "prime_kernel.cli.main",
+            *argv,
+            "--config",
+            "KernelCustody.pool_size=0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -17,6 +17,7 @@ import pytest
 from traitlets.config import Config
 
 from prime_kernel.daemon.sandbox import Sandbox
+from tests.conftest import server_config
 
 pytestmark = pytest.mark.skipif(
     Sandbox(mode="auto").probe().mode != "bwrap", reason="bubblewrap does not work here"
@@ -25,13 +26,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(params=[True, False], ids=["forked", "exec"])
 def jp_server_config(request: pytest.FixtureRequest, prime_config: dict[str, Any]) -> Config:
-    return Config(
-        {
-            "ServerApp": {"jpserver_extensions": {"prime_kernel": True}},
-            "Daemon": prime_config,
-            "Sandbox": {"mode": "bwrap"},
-            "LocalLauncher": {"fork": request.param},
-        }
+    return server_config(
+        prime_config, Sandbox={"mode": "bwrap"}, LocalLauncher={"fork": request.param}
     )
 
 

@@ -16,7 +16,7 @@ from traitlets.config import Config
 
 from prime_kernel.daemon.forkserver import LOST, ForkedProcess
 from prime_kernel.daemon.sandbox import Sandbox
-from tests.conftest import wait_for
+from tests.conftest import server_config, wait_for
 from tests.procs import disposition, kernel_pid, processes
 
 
@@ -34,14 +34,7 @@ def fork() -> bool:
 
 @pytest.fixture
 def jp_server_config(prime_config: dict[str, Any], sandbox_mode: str, fork: bool) -> Config:
-    return Config(
-        {
-            "ServerApp": {"jpserver_extensions": {"prime_kernel": True}},
-            "Daemon": prime_config,
-            "Sandbox": {"mode": sandbox_mode},
-            "LocalLauncher": {"fork": fork},
-        }
-    )
+    return server_config(prime_config, Sandbox={"mode": sandbox_mode}, LocalLauncher={"fork": fork})
 
 
 def alive(pid: int) -> bool:
