@@ -29,3 +29,8 @@ def test_settings_are_checked_where_they_live_under_either_name() -> None:
         check_daemon_settings(["Daemon.max_depth=deep"])
     with pytest.raises(CLIError, match="the Runs has no setting 'loop'"):
         check_daemon_settings(["Runs.loop=x"])
+    check_daemon_settings(["Daemon.idle_timeout=5", "ModelRouter.direct_openai=False"])
+    with pytest.raises(CLIError, match=r"--config Recovery\.auto_resume wants a boolean"):
+        check_daemon_settings(["Recovery.auto_resume=maybe"])
+    with pytest.raises(CLIError, match=r"--config Daemon\.model_timeout wants a float"):
+        check_daemon_settings(["Daemon.model_timeout=soon"])
