@@ -15,20 +15,31 @@ from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.protocol.states import SessionKind, SessionState
 
 
+def agent_record(sid: str, parent: str | None = None, **fields: Any) -> SessionRecord:
+    """An agent's record, a root or a child of `parent`, RUNNING unless `fields` say otherwise."""
+    return SessionRecord(
+        **{
+            "id": sid,
+            "name": sid,
+            "prompt": "p",
+            "state": SessionState.RUNNING,
+            "kind": SessionKind.AGENT,
+            "parent_id": parent,
+            "root_id": parent or sid,
+            "depth": 0 if parent is None else 1,
+            "created": time.time(),
+            "usage": usage_mod.empty(),
+            **fields,
+        }
+    )
+
+
 def session(accounts: Accounting, sid: str, parent: str | None, **fields: Any) -> SessionRecord:
-    record = SessionRecord(
-        id=sid,
-        name=sid,
-        prompt="p",
+    record = agent_record(
+        sid,
+        parent,
         model="scripted/echo",
-        state=SessionState.RUNNING,
-        kind=SessionKind.AGENT,
-        parent_id=parent,
-        root_id=parent or sid,
-        depth=0 if parent is None else 1,
-        created=time.time(),
         started=fields.pop("started", time.time()),
-        usage=usage_mod.empty(),
         **fields,
     )
     return accounts.registry.add(record, lambda sid, fields: None)

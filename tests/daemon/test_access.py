@@ -5,18 +5,17 @@ caller reaches itself and its descendants, nothing else."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
 
-from prime_kernel.daemon import usage as usage_mod
 from prime_kernel.daemon.access import Access, TokenRegistry
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.errors import Forbidden, NotFound, PrimeError, Unauthorized
 from prime_kernel.protocol.states import SessionKind, SessionState
+from tests.daemon.conftest import agent_record
 
 
 class FakeAdmission:
@@ -56,18 +55,7 @@ class World:
         return live
 
     def agent(self, sid: str, parent: str | None = None, kernel: str | None = None) -> LiveSession:
-        record = SessionRecord(
-            id=sid,
-            name=sid,
-            prompt="p",
-            state=SessionState.RUNNING,
-            kind=SessionKind.AGENT,
-            parent_id=parent,
-            root_id=parent or sid,
-            depth=0 if parent is None else 1,
-            created=time.time(),
-            usage=usage_mod.empty(),
-        )
+        record = agent_record(sid, parent)
         live = self.new_live(self.registry.add(record, lambda sid, fields: None))
         if kernel is not None:
             self.tokens.bind(kernel, sid)

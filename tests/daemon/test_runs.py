@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 import pytest
 
-from prime_kernel.daemon import usage as usage_mod
 from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.lifecycle import Lifecycle
 from prime_kernel.daemon.loop import AgentLoop, TurnLimitReached
@@ -23,7 +21,8 @@ from prime_kernel.daemon.runs import Runs
 from prime_kernel.daemon.scheduler import Scheduler
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.errors import Conflict, KernelsUnavailable, PrimeError
-from prime_kernel.protocol.states import SessionKind, SessionState
+from prime_kernel.protocol.states import SessionState
+from tests.daemon.conftest import agent_record
 
 
 class FakeLoop(AgentLoop):
@@ -159,17 +158,11 @@ class World:
     def session(
         self, sid: str, what: str, parent: str | None = None, **options: Any
     ) -> LiveSession:
-        record = SessionRecord(
-            id=sid,
-            name=sid,
+        record = agent_record(
+            sid,
+            parent,
             prompt=what,
             state=SessionState.ADMITTED,
-            kind=SessionKind.AGENT,
-            parent_id=parent,
-            root_id=parent or sid,
-            depth=0 if parent is None else 1,
-            created=time.time(),
-            usage=usage_mod.empty(),
             options={"persistent": False, **options},
         )
         live = LiveSession(self.registry.add(record, lambda sid, fields: None))
