@@ -14,15 +14,14 @@ from traitlets import TraitError
 from traitlets.config import Config
 
 from prime_kernel.daemon import compaction
-from prime_kernel.daemon import usage as usage_mod
 from prime_kernel.daemon.compaction import SUMMARY_HEADER, SUMMARY_INSTRUCTION, compact_messages
 from prime_kernel.daemon.daemon import Daemon
-from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.models.prompts import FENCED_EXAMPLE
 from prime_kernel.models.router import Completion, ModelRouter
 from prime_kernel.protocol.errors import Forbidden, ModelError
-from prime_kernel.protocol.states import SessionKind, SessionState
+from prime_kernel.protocol.states import SessionKind
+from tests.daemon.conftest import agent_record
 
 
 class FakeRouter(ModelRouter):
@@ -143,17 +142,8 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
 
 
 def _session(daemon: Daemon, messages: list[dict[str, Any]], kind: str = "agent") -> LiveSession:
-    record = SessionRecord(
-        id="s1",
-        name="s1",
-        prompt="count things",
-        model="fake/model",
-        state=SessionState.RUNNING,
-        kind=SessionKind(kind),
-        root_id="s1",
-        created=time.time(),
-        started=time.time(),
-        usage=usage_mod.empty(),
+    record = agent_record(
+        "s1", prompt="count things", model="fake/model", kind=SessionKind(kind), started=time.time()
     )
     daemon.store.insert_session(record.to_row())
     daemon.registry.add(record, daemon.store.update_session)

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
-from prime_kernel.daemon import usage as usage_mod
 from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.host import Host
 from prime_kernel.daemon.kernels import CellResult
@@ -23,7 +22,7 @@ from prime_kernel.daemon.session import Conversation, LiveSession
 from prime_kernel.models.router import Completion
 from prime_kernel.protocol.errors import BudgetExceeded, PrimeError
 from prime_kernel.protocol.events import EventKind
-from prime_kernel.protocol.states import SessionKind, SessionState
+from tests.daemon.conftest import agent_record
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
 
@@ -111,17 +110,11 @@ def make(
     *, mail: list[str] | None = None, waits: bool = False, config: dict[str, Any] | None = None
 ) -> tuple[Host, LiveSession, dict[str, Any]]:
     registry = SessionRegistry()
-    record = SessionRecord(
-        id="s1",
-        name="s1",
+    record = agent_record(
+        "s1",
         prompt="count things",
         model="fake/model",
-        state=SessionState.RUNNING,
-        kind=SessionKind.AGENT,
-        root_id="s1",
-        created=time.time(),
         started=time.time() - 100,
-        usage=usage_mod.empty(),
         budget={"tokens": 250},
     )
     registry.add(record, lambda sid, fields: None)
