@@ -13,6 +13,7 @@ imports the protocol but never the daemon.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +59,12 @@ class SessionRequest:
             if old in fields:
                 if new in fields:
                     raise InvalidRequest(f"give {new!r} only ({old!r} is its deprecated name)")
+                warnings.warn(
+                    f"the request field {old!r} is deprecated: use {new!r} "
+                    "(the old name goes in the next release)",
+                    FutureWarning,
+                    stacklevel=2,
+                )
                 fields[new] = fields.pop(old)
         return cls(**fields)
 

@@ -37,9 +37,9 @@ def test_a_request_as_a_body_and_back() -> None:
 
 
 def test_a_field_under_its_old_name_is_read_as_the_new_one() -> None:
-    assert SessionRequest.from_json({"prompt": "p", "spec": "reviewer"}) == SessionRequest(
-        "p", subagent="reviewer"
-    )
+    with pytest.warns(FutureWarning, match="'spec' is deprecated: use 'subagent'"):
+        old = SessionRequest.from_json({"prompt": "p", "spec": "reviewer"})
+    assert old == SessionRequest("p", subagent="reviewer")
     with pytest.raises(InvalidRequest, match="give 'subagent' only"):
         SessionRequest.from_json({"prompt": "p", "spec": "a", "subagent": "b"})
     schema = json.loads((SCHEMAS / "create_session.json").read_text())
