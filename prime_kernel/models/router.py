@@ -159,7 +159,11 @@ class ModelRouter(LoggingConfigurable):
         try:
             litellm.get_llm_provider(model)
         except Exception:
-            ours = ", ".join(f"{name}/" for name in installed) or "none"
+            # None at all: the installed metadata predates the entry points (a stale editable
+            # install), since our own `scripted` and `local` are declared there.
+            ours = ", ".join(f"{name}/" for name in installed) or (
+                "none, not even prime_kernel's own: reinstall it, e.g. pip install -e ."
+            )
             raise ModelError(
                 f"unknown model {model!r}: neither litellm nor an installed model provider "
                 f"(those serve {ours}) knows the provider {prefix or model!r}; use "
