@@ -1,6 +1,6 @@
 /**
- * The Harness view: browse the Continual Harness (prompt notes, memories, skills, sub-agent
- * specs; project and global), create an entry, open one's file in the editor (or edit it
+ * The Harness view: browse the Continual Harness (prompt notes, memories, skills, sub-agents;
+ * project and global), create an entry, open one's file in the editor (or edit it
  * through the REST API when the editor cannot reach it: harnessEditor.ts), its history with
  * diffs, roll back, run a refinement and review the proposed edits one by one. It renders what
  * its `HarnessModel` holds.

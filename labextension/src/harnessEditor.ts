@@ -1,6 +1,6 @@
 /**
  * Dialogs that write the harness through the REST API: a new entry (note, memory, skill or
- * spec), and an edit of an entry the JupyterLab editor cannot open (hidden `.prime/` folders the
+ * sub-agent), and an edit of an entry the JupyterLab editor cannot open (hidden `.prime/` folders the
  * contents API refuses, global entries outside the server root). Saves send the loaded version
  * as `base_version`, so a concurrent change is a 409 Conflict that keeps the person's edits and
  * offers to reload. Pure logic: harnessData.ts.

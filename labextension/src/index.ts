@@ -232,7 +232,7 @@ const sessionViews: JupyterFrontEndPlugin<IPrimeSessionViews> = {
 
 const harness: JupyterFrontEndPlugin<IPrimeHarness> = {
   id: 'prime-kernel:harness',
-  description: 'The Harness view: notes, memories, skills and specs, their history and refinements.',
+  description: 'The Harness view: notes, memories, skills and sub-agents, their history and refinements.',
   autoStart: true,
   provides: IPrimeHarness,
   requires: [IPrimeAPI],
@@ -252,7 +252,7 @@ const harness: JupyterFrontEndPlugin<IPrimeHarness> = {
 
     commands.addCommand(CommandIDs.openHarness, {
       label: trans.__('Open Agent Harness'),
-      caption: trans.__('Notes, memories, skills and specs every agent gets; their history and refinements'),
+      caption: trans.__('Notes, memories, skills and sub-agents every agent gets; their history and refinements'),
       icon: args => (args.isPalette ? undefined : buildIcon),
       isEnabled: () => available,
       execute: async args => {

@@ -349,7 +349,7 @@ export const ERROR_STATUS: Readonly<Record<string, number>> = {
 
 export type ErrorCode = "bad_request" | "budget_exceeded" | "cancelled" | "child_budget_exceeded" | "conflict" | "depth_exceeded" | "disk_full" | "export_failed" | "failed" | "forbidden" | "front_matter" | "invalid_entry" | "invalid_request" | "kernels_unavailable" | "limit_exceeded" | "mailbox_full" | "model_error" | "not_connected" | "not_found" | "rate_limited" | "store_damaged" | "too_large" | "unauthorized" | "unavailable" | "unreachable" | "unsafe_pickle";
 
-export type HarnessKind = "note" | "memory" | "skill" | "spec" | "example";
+export type HarnessKind = "note" | "memory" | "skill" | "subagent" | "example";
 
 export const HARNESS_KINDS: Readonly<Record<HarnessKind, { folder: string; title: string; plural: string; description: string }>> = {
   "note": {
@@ -370,11 +370,11 @@ export const HARNESS_KINDS: Readonly<Record<HarnessKind, { folder: string; title
     "plural": "Skills",
     "description": "Agent Skills format: `skills/<id>/SKILL.md` plus optional files and an entrypoint"
   },
-  "spec": {
-    "folder": "specs",
-    "title": "Sub-agent spec",
-    "plural": "Sub-agent specs",
-    "description": "a recipe for a child \u2014 instructions, `model`, `budget`, `max_turns` (`specs/<id>.md`; `rlm(prompt, spec=...)`)"
+  "subagent": {
+    "folder": "subagents",
+    "title": "Sub-agent",
+    "plural": "Sub-agents",
+    "description": "a named recipe for a child \u2014 instructions, `model`, `budget`, `max_turns` (`subagents/<id>.md`; `rlm(prompt, subagent=...)`)"
   },
   "example": {
     "folder": "examples",
@@ -424,7 +424,7 @@ export interface Session {
   answer_repr?: string | null;
   context_type?: string | null;
   budget?: Record<string, unknown> | null;
-  /** max_turns, persistent, spec, instructions, kernel_restarts; autonomous (gate and limits) and autonomy (continuation, phase, turns) for an autonomous session */
+  /** max_turns, persistent, subagent (a record from before the rename: spec), instructions, kernel_restarts; autonomous (gate and limits) and autonomy (continuation, phase, turns) for an autonomous session */
   options: Record<string, unknown>;
   /** What a session works towards: in its model's context on every turn, kept through compactions and restarts (`goal.set/get/done/clear` in a REPL, /api/prime/sessions/{id}/goal). */
   goal?: Goal;
@@ -473,7 +473,7 @@ export interface ModelDelta {
   done: boolean;
 }
 
-/** GET /api/prime/sessions: records newest first (in the order they were admitted), brief: prompt, answer_repr and error cut to 500 characters, name to the name limit, options without a spec's instructions (GET /sessions/{id} has them whole); `cursor` and `epoch` let a client ask for what changed since (`?changed_after=cursor`, valid while `epoch` is the same daemon run). */
+/** GET /api/prime/sessions: records newest first (in the order they were admitted), brief: prompt, answer_repr and error cut to 500 characters, name to the name limit, options without a sub-agent's instructions (GET /sessions/{id} has them whole); `cursor` and `epoch` let a client ask for what changed since (`?changed_after=cursor`, valid while `epoch` is the same daemon run). */
 export interface SessionList {
   sessions: Array<Session>;
   cursor: number;
@@ -615,7 +615,9 @@ export interface CreateChild {
   max_turns?: number;
   /** Stay IDLE after answering, waiting for messages. */
   persistent?: boolean;
-  /** A sub-agent spec of the harness to start from. */
+  /** A sub-agent of the harness to start as: its instructions, and its model, budget and max_turns where the request gives none. */
+  subagent?: string;
+  /** Deprecated: the old name of `subagent` (it goes in the next release). */
   spec?: string;
   /** A blob uploaded to /api/prime/kernel/blobs: the pickled context. */
   context_blob?: string;
@@ -662,7 +664,9 @@ export interface CreateSession {
   max_turns?: number;
   /** Stay IDLE after answering, waiting for messages. */
   persistent?: boolean;
-  /** A sub-agent spec of the harness to start from. */
+  /** A sub-agent of the harness to start as: its instructions, and its model, budget and max_turns where the request gives none. */
+  subagent?: string;
+  /** Deprecated: the old name of `subagent` (it goes in the next release). */
   spec?: string;
   /** Any JSON value: the variable `context` in the agent's REPL (passed by file, never through the prompt). */
   context?: unknown;

@@ -523,7 +523,7 @@ export interface INewEntryDraft {
   scope: HarnessScope;
 }
 
-/** The harness (notes, memories, skills, specs) and its refinements. */
+/** The harness (notes, memories, skills, sub-agents) and its refinements. */
 export interface IPrimeHarness extends IDisposable {
   readonly api: IPrimeAPI;
   /** Entries, broken files, the review policy and the scopes' roots (after the last refresh). */

@@ -36,9 +36,9 @@ describe('groupEntries', () => {
       E('note', 'z'),
       E('note', 'a', { scope: 'global' }),
       E('note', 'a'),
-      E('spec', 'reviewer')
+      E('subagent', 'reviewer')
     ]);
-    expect(groups.map(g => g.kind)).toEqual(['note', 'memory', 'skill', 'spec', 'example']);
+    expect(groups.map(g => g.kind)).toEqual(['note', 'memory', 'skill', 'subagent', 'example']);
     expect(groups[0].entries.map(e => `${e.id}/${e.scope}`)).toEqual(['a/project', 'a/global', 'z/project']);
     expect(groups[1].entries).toEqual([]);
     expect(groups[1].label).toBe('Memories');
@@ -195,7 +195,7 @@ describe('creating an entry', () => {
     expect(newEntryBody({ ...draft, id: 'x.y_z-1', metadata: '{"tags": ["csv"]}' }).metadata).toEqual({ tags: ['csv'] });
   });
   it('lists every kind of the protocol, with its plural heading', () => {
-    expect(KINDS).toEqual(['note', 'memory', 'skill', 'spec', 'example']);
-    expect(groupEntries([]).map(g => g.label)).toEqual(['Prompt notes', 'Memories', 'Skills', 'Sub-agent specs', 'Worked examples']);
+    expect(KINDS).toEqual(['note', 'memory', 'skill', 'subagent', 'example']);
+    expect(groupEntries([]).map(g => g.label)).toEqual(['Prompt notes', 'Memories', 'Skills', 'Sub-agents', 'Worked examples']);
   });
 });

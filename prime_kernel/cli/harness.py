@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.harness import DEPRECATED, deprecation
 from .common import CLIError, dump_json, fmt_time, print_table, resolved_root
 
 if TYPE_CHECKING:  # imported where used: --help needs none of them
@@ -30,7 +31,7 @@ def add_commands(sub: Any) -> None:
     hs.required = True
 
     q = hs.add_parser("list", help="entries of every kind (or --kind)")
-    q.add_argument("--kind")
+    q.add_argument("--kind", type=_kind)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_list)
 
@@ -116,8 +117,17 @@ def add_commands(sub: Any) -> None:
 
 
 def _entry_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("kind", help="note, memory, skill or spec")
+    p.add_argument("kind", type=_kind, help="note, memory, skill or subagent")
     p.add_argument("id")
+
+
+def _kind(name: str) -> str:
+    """A kind as typed: an old name (`spec`) is read as the new one, with a note."""
+    note = deprecation(name)
+    if note is None:
+        return name
+    print(f"note: {note}", file=sys.stderr)
+    return DEPRECATED[name.lower()]
 
 
 def _harness(args: argparse.Namespace) -> Harness:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..models import providers
 from ..models.local import MODEL as DEFAULT_MODEL  # the daemon's default (a cheap import)
 from ..protocol.requests import SessionRequest
 from ..protocol.states import SessionState
@@ -217,11 +218,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"({info['url']}); configure that one, or stop it"
             )
         return _remote(Server(info), job, args, root)
-    # Before any server starts: the model, then the settings. The embedded and scripted models
-    # are checked at once; a hosted one, and Daemon settings, take imports of seconds, which the
-    # first line of progress and the status line explain.
+    # Before any server starts: the model, then the settings. A model of an installed provider
+    # (the embedded and scripted ones) is checked at once; a hosted one, and Daemon settings,
+    # take imports of seconds, which the first line of progress and the status line explain.
     model = args.model or os.environ.get("PRIME_MODEL") or _configured_model(args.config)
-    hosted = model.partition("/")[0] not in ("local", "scripted")
+    hosted = model.partition("/")[0] not in providers.installed()
     if not hosted:
         inputs.check_model(model)
     stream = _progress_stream(args, Terminal(sys.stdout, sys.stderr))

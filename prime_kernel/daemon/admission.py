@@ -5,7 +5,7 @@ person's POST, `rlm()` / `rlm.map()` from a kernel, `prime-agent run`:
 
 - `store_context`: a context given inline (JSON) pickled and kept as a blob, as the one a
   kernel uploads is (`check_blob_size` bounds both, and answers and spills);
-- `admit`: the request checked (prompt, name, turns, depth, model, budget, spec, autonomy,
+- `admit`: the request checked (prompt, name, turns, depth, model, budget, sub-agent, autonomy,
   replay) and its record built; nothing is stored until every request of a call passed, so a
   refused `rlm.map()` admits nothing;
 - `record`: the admitted record stored and registered.
@@ -230,13 +230,13 @@ class Admission(LoggingConfigurable):
             raise PrimeError(f"no uploaded context {request.context_blob!r}")
         if request.context_type is not None and not isinstance(request.context_type, str):
             raise PrimeError("context_type must be a string")
-        spec_entry = None
-        if request.spec is not None:
-            # A sub-agent spec fills in what the call leaves out: model, budget, max_turns.
-            spec_entry, spec_options = self.harness.spec(request.spec)
-            model = model or spec_options.get("model")
-            budget = budget if budget is not None else spec_options.get("budget")
-            max_turns = max_turns or spec_options.get("max_turns")
+        subagent = None
+        if request.subagent is not None:
+            # A sub-agent fills in what the call leaves out: model, budget, max_turns.
+            subagent, preset = self.harness.subagent(request.subagent)
+            model = model or preset.get("model")
+            budget = budget if budget is not None else preset.get("budget")
+            max_turns = max_turns or preset.get("max_turns")
         if max_turns is not None and (
             isinstance(max_turns, bool) or not isinstance(max_turns, int) or not max_turns >= 1
         ):
@@ -269,8 +269,8 @@ class Admission(LoggingConfigurable):
             "max_turns": max_turns,  # None: the model profile's default (see loop.py)
             "persistent": bool(request.persistent),
         }
-        if spec_entry is not None:
-            options.update(spec=spec_entry.id, instructions=spec_entry.content)
+        if subagent is not None:
+            options.update(subagent=subagent.id, instructions=subagent.content)
         plan = self.autonomy.parse(request.autonomous)
         if plan is not None:
             options["autonomous"] = plan

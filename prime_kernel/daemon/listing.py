@@ -1,8 +1,8 @@
 """The JSON views of session records: one session in full, and lists of them.
 
 A list entry is brief: text fields that can be long (prompt, name, answer, error) are cut to
-`BRIEF_CHARS` (the name to the daemon's name limit), and a spec's instructions are left out of
-`options` — `GET /sessions/{id}` has everything.
+`BRIEF_CHARS` (the name to the daemon's name limit), and a sub-agent's instructions are left out
+of `options` — `GET /sessions/{id}` has everything.
 
 Lists are served from the registry's indexes (see registry.py), and each entry's JSON text is
 kept once made, while no change of its view was recorded since (the registry counts a change

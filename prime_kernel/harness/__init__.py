@@ -1,4 +1,4 @@
-"""The Continual Harness (L3): notes, memories, skills and sub-agent specs as versioned files."""
+"""The Continual Harness (L3): notes, memories, skills and sub-agents as versioned files."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The harness text added to every session's system prompt, within `Harness.context_chars`.
 
-Order of priority when the budget is tight: the spec the session runs under, prompt notes (in
-full), the index of skills and specs (one line each), then memories ranked by how many words
+Order of priority when the budget is tight: the sub-agent the session runs as, prompt notes (in
+full), the index of skills and sub-agents (one line each), then memories ranked by how many words
 they share with the session's task (ties: in id order). Worked examples are not listed: the
 loop shows the few recalled for the task (`Harness.recall`). What does not fit is
 counted, so the agent knows to look with `harness.*.list()`.
@@ -53,18 +53,19 @@ def build_context(harness: Harness, record: dict[str, Any]) -> str:
     for e in entries:
         by_kind[e.kind].append(e)
     budget = _Budget(max(0, harness.context_chars))
-    if options.get("spec"):
+    # A session admitted before the rename recorded its sub-agent as "spec".
+    subagent = options.get("subagent") or options.get("spec")
+    if subagent:
         budget.add(
-            f"## Your role (sub-agent spec `{options['spec']}`)\n"
-            f"{options.get('instructions') or ''}".strip()
+            f"## Your role (sub-agent `{subagent}`)\n{options.get('instructions') or ''}".strip()
         )
     if not entries:
         return "\n".join(budget.lines)
     budget.add(
         "## Harness (persistent across sessions)\n"
-        "Standing notes, memories, skills and sub-agent specs of this project. Read a skill with "
-        '`skill("name")`; start a child from a spec with `rlm(prompt, spec="name")`; record '
-        "a durable fact with `harness.memory.create(id, content, title=...)`."
+        "Standing notes, memories, skills and sub-agents of this project. Read a skill with "
+        '`skill("name")`; start a child as a sub-agent with `rlm(prompt, subagent="name")`; '
+        "record a durable fact with `harness.memory.create(id, content, title=...)`."
     )
     if by_kind["note"]:
         budget.add("### Prompt notes")
@@ -74,7 +75,7 @@ def build_context(harness: Harness, record: dict[str, Any]) -> str:
                 budget.add(f"- **{note.title or note.id}**: {_one_line(note.content)}")
     for kind, heading, call in (
         ("skill", "### Skills", 'skill("{id}")'),
-        ("spec", "### Sub-agent specs", 'rlm(prompt, spec="{id}")'),
+        ("subagent", "### Sub-agents", 'rlm(prompt, subagent="{id}")'),
     ):
         if not by_kind[kind]:
             continue
@@ -82,7 +83,7 @@ def build_context(harness: Harness, record: dict[str, Any]) -> str:
         for e in by_kind[kind]:
             extra = (
                 f" (model {e.metadata['model']})"
-                if kind == "spec" and e.metadata.get("model")
+                if kind == "subagent" and e.metadata.get("model")
                 else ""
             )
             budget.add(f"- `{call.format(id=e.id)}`: {_one_line(e.summary())}{extra}")

@@ -1,10 +1,11 @@
-"""The four kinds of harness entry and their on-disk form: Markdown with YAML front matter.
+"""The kinds of harness entry and their on-disk form: Markdown with YAML front matter.
 
 - note   `notes/<id>.md`        standing instructions added to every session's context
 - memory `memory/<id>.md`       a fact learned, with where it came from (`metadata.source`)
 - skill  `skills/<id>/SKILL.md` Agent Skills format (`name`, `description`, then instructions),
                                  plus optional files; `entrypoint: module:function` is a callable
-- spec   `specs/<id>.md`        a recipe for a child: instructions, `model`, `budget`, `max_turns`
+- subagent `subagents/<id>.md`  a named recipe for a child: instructions, `model`, `budget`,
+                                 `max_turns` (a "spec", `specs/`, before it was renamed)
 - example `examples/<id>.md`    a verified task and the code that answered it (`task`, `outcome`),
                                  recalled for similar tasks (see `examples`)
 
@@ -15,13 +16,14 @@ so a rollback restores exactly what was there, broken front matter included.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from ..protocol.errors import FrontMatterError, InvalidEntry
-from ..protocol.harness import ALIASES
+from ..protocol.harness import ALIASES, DEPRECATED, deprecation
 from ..protocol.harness import KINDS as SPECS
 from . import examples
 
@@ -29,6 +31,10 @@ KINDS = tuple(k.value for k in SPECS)
 # Folder of each kind under a harness root; also accepted in URLs and the REPL.
 DIRS = {k.value: s.folder for k, s in SPECS.items()}
 _ALIASES = {name: kind.value for name, kind in ALIASES.items()}
+# What a store written before a kind was renamed holds under the old name: the kind (in the
+# history) and its folder; both are migrated when the store is opened (files, versions).
+OLD_KINDS = {old: new for old, new in DEPRECATED.items() if new in KINDS}
+OLD_DIRS = {old: new for old, new in DEPRECATED.items() if new in DIRS.values()}
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 MAX_ID = 64
@@ -42,13 +48,17 @@ Files = dict[str, str]
 
 
 def kind_of(name: str) -> str:
-    """The entry kind for a kind or folder name ('notes' -> 'note'); clear error otherwise."""
+    """The entry kind for a kind or folder name ('notes' -> 'note'); clear error otherwise. An
+    old name is read as the new one, with a FutureWarning."""
     kind = _ALIASES.get(str(name).lower()) if isinstance(name, str) else None
     if kind is None:
         raise InvalidEntry(
-            f"unknown harness kind {name!r}: use one of note, memory, skill, spec "
-            "(or notes, memory, skills, specs)"
+            f"unknown harness kind {name!r}: use one of {', '.join(KINDS)} "
+            f"(or {', '.join(DIRS.values())})"
         )
+    note = deprecation(name)
+    if note is not None:
+        warnings.warn(note, FutureWarning, stacklevel=2)
     return kind
 
 
@@ -213,8 +223,8 @@ def validate(entry: Entry, *, max_chars: int) -> None:
         raise InvalidEntry(f"the entry is {size} characters; the limit is {max_chars}")
     if entry.kind == "skill" and "entrypoint" in entry.metadata:
         entrypoint_of(entry)
-    if entry.kind == "spec":
-        spec_options(entry)
+    if entry.kind == "subagent":
+        subagent_options(entry)
     if entry.kind == "example":
         examples.check(entry.metadata, entry.content)
 
@@ -232,21 +242,21 @@ def entrypoint_of(entry: Entry) -> tuple[str, str] | None:
     return module, func
 
 
-def spec_options(entry: Entry) -> dict[str, Any]:
-    """What a spec sets on a child session: model, budget, max_turns (validated)."""
+def subagent_options(entry: Entry) -> dict[str, Any]:
+    """What a sub-agent sets on a child session: model, budget, max_turns (validated)."""
     meta = entry.metadata
     out: dict[str, Any] = {}
     if meta.get("model") is not None:
         if not isinstance(meta["model"], str) or not meta["model"]:
-            raise InvalidEntry(f"spec {entry.id!r}: model must be a litellm model name")
+            raise InvalidEntry(f"sub-agent {entry.id!r}: model must be a litellm model name")
         out["model"] = meta["model"]
     if meta.get("budget") is not None:
         if not isinstance(meta["budget"], dict):
-            raise InvalidEntry(f"spec {entry.id!r}: budget must be a mapping")
+            raise InvalidEntry(f"sub-agent {entry.id!r}: budget must be a mapping")
         out["budget"] = meta["budget"]
     if meta.get("max_turns") is not None:
         turns = meta["max_turns"]
         if not isinstance(turns, int) or isinstance(turns, bool) or turns < 1:
-            raise InvalidEntry(f"spec {entry.id!r}: max_turns must be a positive integer")
+            raise InvalidEntry(f"sub-agent {entry.id!r}: max_turns must be a positive integer")
         out["max_turns"] = turns
     return out

@@ -7,13 +7,23 @@ only moves raw text between disk and `Files` snapshots (file name -> text); pars
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
 from pathlib import Path
 
 from ..util.files import atomic_write
-from .entries import DIRS, ID_RE, SKILL_FILE, Files, check_file_name, check_id, main_file
+from .entries import (
+    DIRS,
+    ID_RE,
+    OLD_DIRS,
+    SKILL_FILE,
+    Files,
+    check_file_name,
+    check_id,
+    main_file,
+)
 
 SCOPES = ("project", "global")
 
@@ -29,6 +39,8 @@ def digest(files: Files | None) -> str | None:
 class HarnessFiles:
     def __init__(self, roots: dict[str, Path]) -> None:
         self.roots = roots
+        for root in roots.values():
+            rename_folders(root)
 
     def root(self, scope: str) -> Path:
         return self.roots[scope]
@@ -100,3 +112,25 @@ class HarnessFiles:
     def location(self, scope: str, kind: str, entry_id: str) -> Path:
         """Absolute path of an entry's main file (for editors and messages)."""
         return self._main(scope, kind, entry_id)
+
+
+def rename_folders(root: Path) -> None:
+    """Move the entries of a folder named as before a kind was renamed (`specs/`) into the
+    folder of its name now (`subagents/`), keeping each file as it is (the history finds it by
+    its hash: no hand edit is recorded). An entry present in both stays where it is: the new
+    one wins, and the old folder is left with what could not move."""
+    for old, new in OLD_DIRS.items():
+        source, target = root / old, root / new
+        if not source.is_dir():
+            continue
+        if not target.exists():
+            with contextlib.suppress(OSError):  # another process moved it first
+                source.rename(target)
+                continue
+        target.mkdir(exist_ok=True)
+        for path in sorted(source.iterdir()):
+            if not (target / path.name).exists():
+                with contextlib.suppress(FileNotFoundError):
+                    path.rename(target / path.name)
+        with contextlib.suppress(OSError):  # not empty: an entry was in both
+            source.rmdir()

@@ -461,21 +461,21 @@ class Harness(LoggingConfigurable):
     def skill(self, name: str) -> E.Entry:
         return self.get("skill", name)
 
-    def spec(self, name: str) -> tuple[E.Entry, dict[str, Any]]:
-        """A sub-agent spec and the session options it sets (model, budget, max_turns)."""
+    def subagent(self, name: str) -> tuple[E.Entry, dict[str, Any]]:
+        """A sub-agent and the session options it sets (model, budget, max_turns)."""
         if not isinstance(name, str):
-            raise PrimeError("spec must be the name of a sub-agent spec")
+            raise PrimeError("subagent must be the name of a sub-agent of the harness")
         try:
-            entry = self.get("spec", name)
+            entry = self.get("subagent", name)
         except NotFound:
-            known = ", ".join(e.id for e in self.list("spec")[0]) or "none"
+            known = ", ".join(e.id for e in self.list("subagent")[0]) or "none"
             raise NotFound(
-                f"no sub-agent spec named {name!r} (known specs: {known}); create one with "
-                "harness.specs.create(...) or `prime-agent harness new spec NAME`",
-                kind="spec",
+                f"no sub-agent named {name!r} (known sub-agents: {known}); create one with "
+                "harness.subagents.create(...) or `prime-agent harness new subagent NAME`",
+                kind="subagent",
                 id=name,
             ) from None
-        return entry, E.spec_options(entry)
+        return entry, E.subagent_options(entry)
 
     def context(self, record: dict[str, Any]) -> str:
         from .context import build_context

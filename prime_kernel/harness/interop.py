@@ -5,7 +5,7 @@ harness in one JSON file: `{"schema": 1|2, "entries": {"prompt"|"memory"|"skill"
 {id: {"title", "content", "path", "scope", "reference", "arguments", "metadata", "source",
 "created_at", "updated_at", "version"}}}, "refinements": [...]}`. A skill's `reference` is
 `{"type": "python", "import": module, "callable": name}`. Kinds map to ours as prompt -> note,
-memory -> memory, skill -> skill (reference -> `entrypoint: module:callable`), subagent -> spec;
+memory -> memory, skill -> skill (reference -> `entrypoint: module:callable`), subagent -> subagent;
 ids are lowered and `_` becomes `-` (the original is kept in `metadata.imported_from`).
 Only `title` and `content` are required of an entry; anything else missing is defaulted.
 """
@@ -22,7 +22,7 @@ from ..util.files import atomic_write
 from . import entries as E
 from .harness import Harness
 
-PRIME_KINDS = {"prompt": "note", "memory": "memory", "skill": "skill", "subagent": "spec"}
+PRIME_KINDS = {"prompt": "note", "memory": "memory", "skill": "skill", "subagent": "subagent"}
 _TO_PRIME = {v: k for k, v in PRIME_KINDS.items()}
 
 

@@ -12,13 +12,13 @@ and is recorded as `invalid` or `failed`.
 and what an agent writes from its kernel become a proposal — a record like a refinement's, with
 the same review, approval and rollback. Each edit passes the safety rules:
 
-- only notes, memories, skills and specs exist: an edit of any other kind (the base system
+- only notes, memories, skills and sub-agents exist: an edit of any other kind (the base system
   prompt, the review policy, budgets, limits) is refused; worked examples come only from
   verified sessions (learning) or a person;
 - an entry that would not validate (a skill without a description, a broken example) is
   refused when proposed, not when approved;
-- a spec's budget cannot be set or changed, and its `max_turns` cannot go above its current
-  value (or `Host.max_turns` for a new spec): limits are raised by people, not refinement;
+- a sub-agent's budget cannot be set or changed, and its `max_turns` cannot go above its current
+  value (or `Host.max_turns` for a new sub-agent): limits are raised by people, not refinement;
 - a note, memory or skill that claims to override the system prompt, the review policy,
   budgets, limits or safety is refused (it could not do so, and saying so misleads agents);
 - a skill whose instructions or files read the environment or name secrets (`os.environ`,
@@ -59,7 +59,7 @@ Complete = Callable[
 
 
 # What a refinement may edit (worked examples are learned, never refined).
-EDITABLE = ("note", "memory", "skill", "spec")
+EDITABLE = ("note", "memory", "skill", "subagent")
 
 
 def _text(most: int) -> dict[str, Any]:
@@ -135,7 +135,7 @@ REPLY_SCHEMA: dict[str, Any] = {
 SYSTEM = """\
 You improve the harness of a recursive agent system: the persistent prompt notes, memories,
 skills (Agent Skills: name, one-line description, instructions, optional Python files with an
-`entrypoint: module:function` in metadata) and sub-agent specs (instructions plus metadata
+`entrypoint: module:function` in metadata) and sub-agents (instructions plus metadata
 `model`, `max_turns`) that every agent session sees. Read the evidence (recent sessions, their
 failures, and whether a person or a checker verified their answers), the current harness and
 past refinements, and propose a few small, specific edits that would have prevented the failures
@@ -144,15 +144,15 @@ or made the work cheaper. Cite the sessions (and turns) each edit is based on.
 {shape}
 
 Rules: ids are lowercase names ([a-z0-9][a-z0-9._-]*). "update" changes only the fields you give.
-Only kinds note, memory, skill and spec exist; the base system prompt, the review policy, budgets
-and limits cannot be edited (such edits are refused). Skills must not read secrets or the
+Only kinds note, memory, skill and subagent exist; the base system prompt, the review policy,
+budgets and limits cannot be edited (such edits are refused). Skills must not read secrets or the
 environment. If nothing should change, reply with an empty "edits" list.
 """
 # Where decoding is constrained to the schema the model needs no copy of it, and a small one
 # reads a long prompt slowly: the shape in words is enough.
 SHAPE_CONSTRAINED = (
     "Reply with one JSON object: summary, rationale, expected_outcome, and edits — a list of "
-    "{op: create|update|delete, kind: note|memory|skill|spec, id, title, content, reason, "
+    "{op: create|update|delete, kind: note|memory|skill|subagent, id, title, content, reason, "
     "evidence: [{session_id, turn}]}."
 )
 SHAPE_FREE = "Reply with ONE JSON object and nothing else, matching this JSON Schema:\n{schema}"
@@ -493,7 +493,8 @@ def _checked(
         return _refused(
             edit,
             f"kind {raw['kind']!r} is not editable: refinement edits only notes, memories, "
-            "skills and specs (never the base system prompt, the review policy, budgets or limits)",
+            "skills and sub-agents (never the base system prompt, the review policy, budgets or "
+            "limits)",
         )
     if edit["kind"] == "example" and not learned:
         return _refused(
@@ -533,17 +534,17 @@ def _checked(
             "the text claims to change the system prompt, review policy, budgets, limits or "
             f"safety ({_POLICY_CLAIM.search(text).group(0)!r}); refinement cannot change those",  # type: ignore[union-attr]
         )
-    if edit["kind"] == "spec":
+    if edit["kind"] == "subagent":
         old_meta = current.metadata if current else {}
         new_meta = raw.get("metadata", old_meta) or {}
         if new_meta.get("budget") != old_meta.get("budget"):
-            return _refused(edit, "refinement cannot set or change a spec's budget")
+            return _refused(edit, "refinement cannot set or change a sub-agent's budget")
         old_turns = old_meta.get("max_turns") or max_turns
         new_turns = new_meta.get("max_turns") or max_turns
         if not isinstance(new_turns, int) or new_turns > min(old_turns, max_turns):
             return _refused(
                 edit,
-                f"refinement cannot raise a spec's max_turns (to {new_turns}; the limit here "
+                f"refinement cannot raise a sub-agent's max_turns (to {new_turns}; the limit here "
                 f"is {min(old_turns, max_turns)})",
             )
     if edit["kind"] == "skill":

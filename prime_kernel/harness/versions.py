@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .entries import Files
+from .entries import OLD_KINDS, Files
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (
@@ -84,6 +84,7 @@ class VersionStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         self._depth = 0
+        self._rename_kinds()
 
     def close(self) -> None:
         with self._lock:
@@ -107,6 +108,38 @@ class VersionStore:
             self._depth -= 1
             if outer:
                 self._db.execute("COMMIT")
+
+    def _rename_kinds(self) -> None:
+        """Rewrite what was recorded under a kind's old name (`entries.OLD_KINDS`) to its name
+        now: the versions, and the kinds in refinements' edits and rollbacks (a pending edit is
+        applied by its kind). A store with nothing old is left as it is."""
+        with self.transaction():
+            for old, new in OLD_KINDS.items():
+                # OR IGNORE: no row is lost. One whose new name is taken (only a release from
+                # before the rename writing to a migrated store makes one) keeps the old name.
+                self._db.execute(
+                    "UPDATE OR IGNORE versions SET kind = ? WHERE kind = ?", (new, old)
+                )
+                mark = f'%"kind": "{old}"%'  # as json.dumps writes it
+                rows = self._db.execute(
+                    "SELECT id, edits, rolled_back FROM refinements "
+                    "WHERE edits LIKE ? OR rolled_back LIKE ?",
+                    (mark, mark),
+                ).fetchall()
+                for row in rows:
+                    edits = json.loads(row["edits"] or "[]")
+                    rolled = json.loads(row["rolled_back"]) if row["rolled_back"] else None
+                    for item in [*edits, *((rolled or {}).get("entries") or [])]:
+                        if isinstance(item, dict) and item.get("kind") == old:
+                            item["kind"] = new
+                    self._db.execute(
+                        "UPDATE refinements SET edits = ?, rolled_back = ? WHERE id = ?",
+                        (
+                            json.dumps(edits, default=str),
+                            json.dumps(rolled, default=str) if rolled is not None else None,
+                            row["id"],
+                        ),
+                    )
 
     # -- versions ---------------------------------------------------------------------------
     def latest(self, kind: str, entry_id: str) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""The harness from a REPL: `harness.notes|memory|skills|specs|examples`, `skill(name)`,
+"""The harness from a REPL: `harness.notes|memory|skills|subagents|examples`, `skill(name)`,
 `refine()`.
 
 Stdlib only. Every call goes to the daemon, which records the calling session as the author of a
@@ -18,6 +18,7 @@ import importlib.util
 import sys
 import types
 import urllib.parse
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -158,19 +159,31 @@ class Kind:
 
 
 class HarnessClient:
-    """`harness.notes`, `.memory`, `.skills`, `.specs`, `.examples` (learned, read-only for
-    agents)."""
+    """`harness.notes`, `.memory`, `.skills`, `.subagents`, `.examples` (learned, read-only
+    for agents)."""
 
     def __init__(self) -> None:
         self.notes = Kind("notes")
         self.memory = Kind("memory")
         self.skills = Kind("skills")
-        self.specs = Kind("specs")
+        self.subagents = Kind("subagents")
         self.examples = Kind("examples")
+
+    @property
+    def specs(self) -> Kind:
+        """The old name of `.subagents`, kept one release."""
+        warnings.warn(
+            "harness.specs is deprecated: use harness.subagents "
+            "(the old name goes in the next release)",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.subagents
 
     def __repr__(self) -> str:
         return (
-            "<harness: .notes .memory .skills .specs .examples; skill(name); refine(instructions)>"
+            "<harness: .notes .memory .skills .subagents .examples; skill(name); "
+            "refine(instructions)>"
         )
 
     def list(self) -> list[Entry]:

@@ -12,6 +12,7 @@ import itertools
 import os
 import pickle
 import time
+import warnings
 from collections.abc import (
     Generator,
     ItemsView,
@@ -30,7 +31,7 @@ from ..protocol.errors import (
     ChildFailed,
     InvalidRequest,
 )
-from ..protocol.requests import FIELDS, SessionRequest
+from ..protocol.requests import FIELDS, RENAMED, SessionRequest
 from ..protocol.states import TERMINAL as ENDED
 from ..protocol.states import SessionState
 from . import safe_pickle
@@ -228,6 +229,17 @@ def _rlm_request(
     **options: Any,
 ) -> dict[str, Any]:
     given = {k: v for k, v in options.items() if v is not None}
+    for old, new in RENAMED.items():
+        if old in given:
+            warnings.warn(
+                f"rlm({old}=...) is deprecated: use rlm({new}=...) "
+                "(the old name goes in the next release)",
+                FutureWarning,
+                stacklevel=3,
+            )
+            if new in given:
+                raise InvalidRequest(f"rlm() got {new}= and its old name {old}=; give {new}= only")
+            given[new] = given.pop(old)
     unknown = sorted(set(given) - set(REQUEST_OPTIONS))
     if unknown:
         raise InvalidRequest(
@@ -260,13 +272,14 @@ _MISSING = object()
 
 
 class _RLM:
-    """`rlm(prompt, context=..., model=..., name=..., spec=..., budget=..., autonomous=...)`
+    """`rlm(prompt, context=..., model=..., name=..., subagent=..., budget=..., autonomous=...)`
     -> Handle. `autonomous=True` (or {"gate": "pytest -q", "max_continuations": 3, "turns": 12,
     "tokens": 80_000, "seconds": 1800}) keeps the child going until its gate passes.
     `rlm(replay=ID)` replays the ended session ID (its recorded model replies, its code run
     again; `until=N`: the live model takes over after N turns; `subtree=True`: its children
     replay too, each in its own kernel); its handle's `replay_report()` says where its cells
-    diverged from the recording."""
+    diverged from the recording. `subagent="reviewer"` starts the child as the harness's
+    sub-agent `reviewer` (`spec=` is its deprecated old name)."""
 
     def __call__(
         self,
@@ -275,7 +288,7 @@ class _RLM:
         context: Any = _MISSING,
         model: str | None = None,
         name: str | None = None,
-        spec: str | None = None,
+        subagent: str | None = None,
         budget: dict[str, Any] | None = None,
         max_turns: int | None = None,
         persistent: bool | None = None,
@@ -283,6 +296,7 @@ class _RLM:
         replay: str | None = None,
         until: int | None = None,
         subtree: bool | None = None,
+        spec: str | None = None,
     ) -> Handle:
         body = _rlm_request(
             prompt,
@@ -290,6 +304,7 @@ class _RLM:
             context is not _MISSING,
             model=model,
             name=name,
+            subagent=subagent,
             spec=spec,
             budget=budget,
             max_turns=max_turns,

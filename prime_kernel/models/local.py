@@ -36,6 +36,7 @@ from types import ModuleType
 from typing import Any
 
 from . import weights
+from .providers import ModelProvider
 from .weights import Weights
 
 PROVIDER = "local"
@@ -487,3 +488,13 @@ def _make_handler(litellm: ModuleType) -> Any:
             yield _streaming_chunk("", tally)
 
     return LocalLLM()
+
+
+# The entry point `local` of the group `prime_kernel.model_providers` (pyproject.toml).
+# llama.cpp's grammars constrain a reply to a JSON schema.
+model_provider = ModelProvider(
+    register=register,
+    check=check,
+    models=lambda: [name for name in MODELS if available(name)],
+    response_schema=True,
+)

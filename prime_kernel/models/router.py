@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import importlib
 import json
+import logging
 import os
 import threading
 import time
@@ -21,8 +22,9 @@ from traitlets import Bool, Float
 from traitlets.config import LoggingConfigurable
 
 from ..protocol.errors import ModelError
-from . import openai_direct
+from . import openai_direct, providers
 
+log = logging.getLogger(__name__)
 _import_lock = threading.Lock()
 _litellm: Any = None
 
@@ -32,7 +34,6 @@ def litellm_module() -> Any:
     return _litellm
 
 
-CUSTOM_PROVIDERS = ("scripted", "local")
 # The finish reason of a reply a person interrupted while it streamed (`ModelRouter.partial`).
 INTERRUPTED = "interrupted"
 # Providers serving Claude, whose prompt cache holds only what `cache_control` breakpoints mark;
@@ -42,7 +43,8 @@ BREAKPOINT_PROVIDERS = ("anthropic", "vertex_ai", "bedrock", "azure_ai")
 
 
 def import_litellm() -> Any:
-    """Import litellm once per process, offline, with our custom providers registered."""
+    """Import litellm once per process, offline, with the installed model providers
+    registered (providers.py)."""
     global _litellm
     with _import_lock:
         if _litellm is None:
@@ -58,18 +60,11 @@ def import_litellm() -> Any:
             # imported on first use: a second or more of the first streamed reply, unless here.
             with contextlib.suppress(ImportError):
                 importlib.import_module("anyio._backends._asyncio")
-            from . import scripted
-
-            providers = [p for p in litellm.custom_provider_map if p["provider"] != "scripted"]
-            providers.append({"provider": "scripted", "custom_handler": scripted.make_handler()})
-            litellm.custom_provider_map = providers
-            scripted.register_prices(litellm)
-            try:
-                from . import local
-            except ImportError:
-                local = None  # type: ignore[assignment]
-            if local is not None:
-                local.register(litellm)
+            for name, provider in providers.installed().items():
+                try:
+                    provider.register(litellm)
+                except Exception as e:  # another package's bug: its models fail, not ours
+                    log.error("model provider %r failed to register with litellm: %r", name, e)
             _litellm = litellm
     return _litellm
 
@@ -152,20 +147,11 @@ class ModelRouter(LoggingConfigurable):
         """Raise ModelError for a model litellm cannot route or whose API key is missing."""
         if not model or not isinstance(model, str):
             raise ModelError("model must be a non-empty string like 'provider/model'")
-        provider = self.provider(model)
-        if provider == "scripted":
-            from . import scripted
-
+        prefix = self.provider(model)
+        installed = providers.installed()
+        if prefix in installed:
             try:
-                scripted.get_script(model.split("/", 1)[1])
-            except KeyError as e:
-                raise ModelError(str(e.args[0]), model=model) from None
-            return
-        if provider == "local":
-            from . import local
-
-            try:
-                local.check(model)
+                installed[prefix].check(model)
             except Exception as e:
                 raise ModelError(str(e), model=model) from None
             return
@@ -173,9 +159,16 @@ class ModelRouter(LoggingConfigurable):
         try:
             litellm.get_llm_provider(model)
         except Exception:
+            # None at all: the installed metadata predates the entry points (a stale editable
+            # install), since our own `scripted` and `local` are declared there.
+            ours = ", ".join(f"{name}/" for name in installed) or (
+                "none, not even prime_kernel's own: reinstall it, e.g. pip install -e ."
+            )
             raise ModelError(
-                f"unknown model {model!r}: litellm cannot route it (use 'provider/model', "
-                "e.g. 'openai/gpt-4o-mini' or the embedded 'local/qwen2.5-coder-0.5b')",
+                f"unknown model {model!r}: neither litellm nor an installed model provider "
+                f"(those serve {ours}) knows the provider {prefix or model!r}; use "
+                "'provider/model', e.g. 'openai/gpt-4o-mini' or the embedded "
+                "'local/qwen2.5-coder-0.5b'",
                 model=model,
             ) from None
         env = litellm.validate_environment(model=model)
@@ -194,16 +187,12 @@ class ModelRouter(LoggingConfigurable):
         a scripted model declared `cache="anthropic"`)."""
         known = self._breakpoints.get(model)
         if known is None:
-            provider = self.provider(model)
-            if provider == "scripted":
-                from . import scripted
-
-                try:
-                    known = scripted.get_script(model.split("/", 1)[1]).cache == "anthropic"
-                except KeyError:
-                    known = False
+            prefix = self.provider(model)
+            provider = providers.installed().get(prefix)
+            if provider is not None:
+                known = provider.breakpoints(model)
             else:
-                known = provider in BREAKPOINT_PROVIDERS and "claude" in model.lower()
+                known = prefix in BREAKPOINT_PROVIDERS and "claude" in model.lower()
             self._breakpoints[model] = known
         return known
 
@@ -223,17 +212,8 @@ class ModelRouter(LoggingConfigurable):
             return sum(len(json.dumps(m, default=str)) for m in messages) // 4
 
     def known_models(self) -> list[str]:
-        from . import scripted
-
-        models = []
-        try:
-            from . import local
-
-            models += [name for name in local.MODELS if local.available(name)]
-        except ImportError:
-            pass
-        models += [f"scripted/{n}" for n in scripted.script_names()]
-        return models
+        """The models the installed providers can serve here, provider by provider."""
+        return [m for provider in providers.installed().values() for m in provider.models()]
 
     async def complete(
         self,
@@ -364,11 +344,9 @@ class ModelRouter(LoggingConfigurable):
         """Whether `response_format={"type": "json_schema", ...}` constrains the model's
         decoding: llama.cpp's grammars do (the embedded models), and so do hosted models that
         litellm says take a schema."""
-        provider = self.provider(model)
-        if provider == "local":
-            return True
-        if provider in CUSTOM_PROVIDERS:
-            return False
+        provider = providers.installed().get(self.provider(model))
+        if provider is not None:
+            return provider.response_schema
         try:
             return bool(self.litellm.supports_response_schema(model=model))
         except Exception:

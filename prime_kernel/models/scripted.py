@@ -43,6 +43,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .providers import ModelProvider
+
 PROVIDER = "scripted"
 # Priced like a small hosted model so cost accounting has something to add up.
 INPUT_COST_PER_TOKEN = 1e-6
@@ -162,6 +164,30 @@ def register_prices(litellm: Any, names: list[str] | None = None) -> None:
                 }
             }
         )
+
+
+def register(litellm: Any) -> None:
+    """Route `scripted/...` to the scripts (a fresh handler) and price every known script."""
+    providers = [p for p in litellm.custom_provider_map if p["provider"] != PROVIDER]
+    providers.append({"provider": PROVIDER, "custom_handler": make_handler()})
+    litellm.custom_provider_map = providers
+    register_prices(litellm)
+
+
+def check(model: str) -> None:
+    """Raise LookupError, naming the known scripts, unless `scripted/<name>` is registered."""
+    try:
+        get_script(model.partition("/")[2])
+    except KeyError as e:
+        raise LookupError(e.args[0]) from None
+
+
+def breakpoints(model: str) -> bool:
+    """Whether the script caches like Claude (`cache="anthropic"`): only what is marked."""
+    try:
+        return get_script(model.partition("/")[2]).cache == "anthropic"
+    except KeyError:
+        return False
 
 
 def _tokens(text: str) -> int:
@@ -437,3 +463,12 @@ def _render(messages: list[dict[str, Any]], tools: Any) -> tuple[str, list[int]]
         if marked:
             marks.append(size)
     return "".join(parts), marks
+
+
+# The entry point `scripted` of the group `prime_kernel.model_providers` (pyproject.toml).
+model_provider = ModelProvider(
+    register=register,
+    check=check,
+    models=lambda: [f"{PROVIDER}/{n}" for n in script_names()],
+    breakpoints=breakpoints,
+)

@@ -20,7 +20,7 @@ from typing import Any
 from . import records, rest
 from .errors import ERRORS
 from .events import EVENTS
-from .harness import ALIASES, KINDS
+from .harness import ALIASES, DEPRECATED, KINDS
 from .states import TRANSITIONS, SessionKind, SessionState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -266,7 +266,11 @@ def reference() -> str:
                 (
                     f"`{k.value}`",
                     f"`{s.folder}/`",
-                    ", ".join(f"`{a}`" for a, v in ALIASES.items() if v == k and a != k.value),
+                    ", ".join(
+                        f"`{a}`" + (" (deprecated)" if a in DEPRECATED else "")
+                        for a, v in ALIASES.items()
+                        if v == k and a != k.value
+                    ),
                     s.description,
                 )
                 for k, s in KINDS.items()

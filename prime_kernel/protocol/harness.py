@@ -10,7 +10,7 @@ class HarnessKind(str, Enum):
     NOTE = "note"
     MEMORY = "memory"
     SKILL = "skill"
-    SPEC = "spec"
+    SUBAGENT = "subagent"
     EXAMPLE = "example"
 
 
@@ -48,12 +48,12 @@ KINDS: dict[HarnessKind, KindSpec] = {
             "Skills",
         ),
         KindSpec(
-            HarnessKind.SPEC,
-            "specs",
-            "Sub-agent spec",
-            "a recipe for a child — instructions, `model`, `budget`, `max_turns` "
-            "(`specs/<id>.md`; `rlm(prompt, spec=...)`)",
-            "Sub-agent specs",
+            HarnessKind.SUBAGENT,
+            "subagents",
+            "Sub-agent",
+            "a named recipe for a child — instructions, `model`, `budget`, `max_turns` "
+            "(`subagents/<id>.md`; `rlm(prompt, subagent=...)`)",
+            "Sub-agents",
         ),
         KindSpec(
             HarnessKind.EXAMPLE,
@@ -72,3 +72,19 @@ ALIASES: dict[str, HarnessKind] = {
     **{k.value: k for k in KINDS},
     "memories": HarnessKind.MEMORY,
 }
+
+# Names of kinds before a rename -> the names now; still accepted, with a warning, for one
+# release. A sub-agent was a "spec", a word that here also means a schedule's timing.
+DEPRECATED: dict[str, str] = {"spec": "subagent", "specs": "subagents"}
+ALIASES.update({old: ALIASES[new] for old, new in DEPRECATED.items()})
+
+
+def deprecation(name: str) -> str | None:
+    """The warning for a kind given under its old name (None: not an old name)."""
+    new = DEPRECATED.get(name.lower())
+    if new is None:
+        return None
+    return (
+        f"the harness kind {name!r} is deprecated: use {new!r} "
+        "(the old name goes in the next release)"
+    )

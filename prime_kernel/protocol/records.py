@@ -180,7 +180,8 @@ SESSION: dict[str, Any] = {
         "budget": {"type": ["object", "null"]},
         "options": {
             "type": "object",
-            "description": "max_turns, persistent, spec, instructions, kernel_restarts; "
+            "description": "max_turns, persistent, subagent (a record from before the rename: "
+            "spec), instructions, kernel_restarts; "
             "autonomous (gate and limits) and autonomy (continuation, phase, turns) for an "
             "autonomous session",
         },
@@ -258,7 +259,7 @@ LIST: dict[str, Any] = {
     "title": "SessionList",
     "description": "GET /api/prime/sessions: records newest first (in the order they were "
     "admitted), brief: prompt, answer_repr and error cut to 500 characters, name to the name "
-    "limit, options without a spec's instructions (GET /sessions/{id} has them whole); "
+    "limit, options without a sub-agent's instructions (GET /sessions/{id} has them whole); "
     "`cursor` and `epoch` let a client ask for what changed since (`?changed_after=cursor`, "
     "valid while `epoch` is the same daemon run).",
     "type": "object",

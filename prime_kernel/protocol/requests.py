@@ -13,8 +13,11 @@ imports the protocol but never the daemon.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Any
+
+from .errors import InvalidRequest
 
 # A JSON value given inline (a person's body, the CLI's --context file) instead of an uploaded
 # blob: admission pickles and stores it. Kept out of the dataclass's fields so that "no
@@ -38,7 +41,7 @@ class SessionRequest:
     budget: dict[str, Any] | None = None
     max_turns: int | None = None
     persistent: bool = False
-    spec: str | None = None
+    subagent: str | None = None
     autonomous: Any = None
     context: Any = NO_CONTEXT
     context_blob: str | None = None
@@ -49,8 +52,21 @@ class SessionRequest:
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> SessionRequest:
-        """A request from a JSON body (one its schema checked: no unknown field)."""
-        return cls(**body)
+        """A request from a JSON body (one its schema checked: no unknown field); a field under
+        its old name (`RENAMED`) is read as the new one."""
+        fields = dict(body)
+        for old, new in RENAMED.items():
+            if old in fields:
+                if new in fields:
+                    raise InvalidRequest(f"give {new!r} only ({old!r} is its deprecated name)")
+                warnings.warn(
+                    f"the request field {old!r} is deprecated: use {new!r} "
+                    "(the old name goes in the next release)",
+                    FutureWarning,
+                    stacklevel=2,
+                )
+                fields[new] = fields.pop(old)
+        return cls(**fields)
 
     def to_json(self) -> dict[str, Any]:
         """The request as a JSON body: only the fields it sets (a default is left out)."""
@@ -66,3 +82,7 @@ class SessionRequest:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(SessionRequest))
+
+# Fields renamed -> their names now: the old name is still accepted in a body (the schemas mark
+# it deprecated) for one release.
+RENAMED = {"spec": "subagent"}

@@ -78,7 +78,7 @@ def create(
     args = write_args(body, extra={"id", "kind"})
     kind = kind or body.get("kind")
     if not isinstance(kind, str):
-        raise PrimeError("'kind' is required: note, memory, skill or spec")
+        raise PrimeError("'kind' is required: note, memory, skill or subagent")
     entry = harness.create(kind, body.get("id"), author=author, **args)  # type: ignore[arg-type]
     return entry_json(harness, entry.kind, entry.id)
 

@@ -62,11 +62,11 @@ class FakeRouter:
 
 
 class FakeHarness:
-    def spec(self, name: str) -> tuple[Any, dict[str, Any]]:
+    def subagent(self, name: str) -> tuple[Any, dict[str, Any]]:
         if name != "reviewer":
-            raise NotFound(f"no sub-agent spec named {name!r}")
+            raise NotFound(f"no sub-agent named {name!r}")
         entry = type("Entry", (), {"id": "reviewer", "content": "Review carefully."})()
-        return entry, {"model": "scripted/spec", "max_turns": 5, "budget": {"turns": 9}}
+        return entry, {"model": "scripted/reviewer", "max_turns": 5, "budget": {"turns": 9}}
 
 
 class FakeAutonomy:
@@ -113,14 +113,15 @@ def test_a_root_is_admitted_with_its_defaults(admission: Admission) -> None:
     assert admission.registry.get(root.id) is root and root.id in admission.store.rows  # type: ignore[attr-defined]
 
 
-def test_a_child_inherits_its_parents_model_and_the_spec_fills_what_is_left(
+def test_a_child_inherits_its_parents_model_and_the_subagent_fills_what_is_left(
     admission: Admission, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     [root] = admitted(admission, SessionRequest("root", model="scripted/parent"))
     [child] = admitted(admission, SessionRequest("child"), parent=root)
     assert child.model == "scripted/parent" and child.parent_id == root.id and child.depth == 1
-    [reviewer] = admitted(admission, SessionRequest("check", spec="reviewer"))
-    assert reviewer.model == "scripted/spec" and reviewer.options["max_turns"] == 5
+    [reviewer] = admitted(admission, SessionRequest("check", subagent="reviewer"))
+    assert reviewer.model == "scripted/reviewer" and reviewer.options["max_turns"] == 5
+    assert reviewer.options["subagent"] == "reviewer"
     assert reviewer.options["instructions"] == "Review carefully."
     monkeypatch.setenv("PRIME_MODEL", "scripted/env")
     assert admission.resolve_model(None) == "scripted/env"
@@ -137,7 +138,7 @@ def test_a_child_inherits_its_parents_model_and_the_spec_fills_what_is_left(
         (SessionRequest("p", max_turns=10_001), PrimeError, "at most 10000"),
         (SessionRequest("p", context_blob="nope"), PrimeError, "no uploaded context 'nope'"),
         (SessionRequest("p", model="unknown/m"), PrimeError, "unknown model"),
-        (SessionRequest("p", spec="nobody"), NotFound, "no sub-agent spec"),
+        (SessionRequest("p", subagent="nobody"), NotFound, "no sub-agent named 'nobody'"),
         (SessionRequest("p", until=2), PrimeError, "until and subtree go with replay"),
         (SessionRequest("p", autonomous={"turns": "many"}), PrimeError, "turns"),
     ],

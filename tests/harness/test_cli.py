@@ -27,7 +27,7 @@ def test_cli_edit_history_rollback(root: Path, capsys: pytest.CaptureFixture[str
             root,
             "harness",
             "new",
-            "spec",
+            "subagent",
             "reviewer",
             "--title",
             "Reviews code",
@@ -38,14 +38,14 @@ def test_cli_edit_history_rollback(root: Path, capsys: pytest.CaptureFixture[str
         )
         == 0
     )
-    path = root / ".prime" / "harness" / "specs" / "reviewer.md"
+    path = root / ".prime" / "harness" / "subagents" / "reviewer.md"
     assert "max_turns: 3" in path.read_text()
     assert (
         run(
             root,
             "harness",
             "edit",
-            "spec",
+            "subagent",
             "reviewer",
             "--content",
             "Review it twice.",
@@ -55,28 +55,43 @@ def test_cli_edit_history_rollback(root: Path, capsys: pytest.CaptureFixture[str
         == 0
     )
     assert (
-        run(root, "harness", "edit", "spec", "reviewer", "--content", "x", "--base-version", "1")
+        run(
+            root, "harness", "edit", "subagent", "reviewer", "--content", "x", "--base-version", "1"
+        )
         == 1
     )
     assert "now version 2" in capsys.readouterr().err
     assert run(root, "harness", "list") == 0
     header, row = capsys.readouterr().out.splitlines()
     assert header.split() == ["KIND", "ID", "VERSION", "SCOPE", "SUMMARY"]
-    assert row.split()[:4] == ["spec", "reviewer", "v2", "project"]
+    assert row.split()[:4] == ["subagent", "reviewer", "v2", "project"]
     assert row.index("reviewer") == header.index("ID")  # in columns
-    assert run(root, "harness", "history", "spec", "reviewer") == 0
+    assert run(root, "harness", "history", "subagent", "reviewer") == 0
     out = capsys.readouterr().out
     assert "v1" in out and "v2" in out and "be thorough" in out
-    assert run(root, "harness", "history", "spec", "reviewer", "--diff", "1", "2") == 0
+    assert run(root, "harness", "history", "subagent", "reviewer", "--diff", "1", "2") == 0
     assert "+Review it twice." in capsys.readouterr().out
-    assert run(root, "harness", "rollback", "spec", "reviewer", "1") == 0
+    assert run(root, "harness", "rollback", "subagent", "reviewer", "1") == 0
     assert "Review it.\n" in path.read_text() and "twice" not in path.read_text()
-    assert run(root, "harness", "rollback", "spec", "reviewer", "9") == 1
+    assert run(root, "harness", "rollback", "subagent", "reviewer", "9") == 1
     assert "has no version 9" in capsys.readouterr().err
     assert run(root, "harness", "show", "note", "../x") == 1
     assert "invalid id '../x'" in capsys.readouterr().err
-    assert run(root, "harness", "rm", "spec", "reviewer") == 0
+    assert run(root, "harness", "rm", "subagent", "reviewer") == 0
     assert not path.exists()
+
+
+def test_cli_reads_the_old_kind_name_with_a_note(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(root, "harness", "new", "spec", "critic", "--content", "Be critical.") == 0
+    err = capsys.readouterr().err
+    assert "note: the harness kind 'spec' is deprecated: use 'subagent'" in err
+    assert (root / ".prime" / "harness" / "subagents" / "critic.md").is_file()
+    assert run(root, "harness", "list", "--kind", "specs") == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1].split()[:2] == ["subagent", "critic"]
+    assert "use 'subagents'" in err
 
 
 def test_cli_refine_and_review(root: Path, script, capsys: pytest.CaptureFixture[str]):

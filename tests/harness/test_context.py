@@ -1,4 +1,5 @@
-"""An agent's memory reaches the next session's context once reviewed; specs drive children."""
+"""An agent's memory reaches the next session's context once reviewed; sub-agents drive
+children."""
 
 from __future__ import annotations
 
@@ -99,39 +100,50 @@ async def test_context_stays_within_its_budget(daemon: Daemon, script):
     assert "more: harness.memory.list()" in text
 
 
-async def test_spec_drives_a_childs_model_budget_and_instructions(
+async def test_a_subagent_drives_a_childs_model_budget_and_instructions(
     daemon: Daemon, script, user_kernel, capture
 ):
     seen: list[list[dict[str, Any]]] = []
     child_model = script([capture(seen, {"code": "answer('looks fine')"})])
     daemon.harness.create(
-        "spec",
+        "subagent",
         "reviewer",
         title="Reviews a change for bugs",
         content="You are a strict code reviewer. List every bug you find.",
         metadata={"model": child_model, "max_turns": 3, "budget": {"tokens": 50000}},
     )
     nb = await user_kernel()
-    out = await nb.value("h = rlm('review this diff', spec='reviewer'); h.result(timeout=60)")
+    out = await nb.value("h = rlm('review this diff', subagent='reviewer'); h.result(timeout=60)")
     assert out == "'looks fine'"
     sid = (await nb.value("h.session_id")).strip("'")
     child = daemon.session_json(sid)
     assert child["model"] == child_model
     assert child["options"]["max_turns"] == 3
-    assert child["options"]["spec"] == "reviewer"
+    assert child["options"]["subagent"] == "reviewer"
     assert child["budget"]["tokens"] == 50000
     assert "You are a strict code reviewer." in seen[0][0]["content"]
+    assert "## Your role (sub-agent `reviewer`)" in seen[0][0]["content"]
 
-    # An explicit argument wins over the spec.
-    out = await nb.value("rlm('again', spec='reviewer', max_turns=2).session_id")
-    assert daemon.session_json(out.strip("'"))["options"]["max_turns"] == 2
+    # An explicit argument wins over the sub-agent; `spec=`, its old name, still works (with a
+    # warning in the cell), and so does `harness.specs`.
+    result = await nb.run(
+        "s = rlm('again', spec='reviewer', max_turns=2).session_id\n"
+        "print([e.id for e in harness.specs.list()])\ns"
+    )
+    said = "".join(o.get("text", "") for o in result.outputs if o["output_type"] == "stream")
+    assert "rlm(spec=...) is deprecated: use rlm(subagent=...)" in said
+    assert "harness.specs is deprecated: use harness.subagents" in said
+    assert "['reviewer']" in said
+    [value] = [o for o in result.outputs if o["output_type"] == "execute_result"]
+    again = daemon.session_json(value["data"]["text/plain"].strip("'"))
+    assert again["options"]["max_turns"] == 2 and again["options"]["subagent"] == "reviewer"
 
-    # A missing spec is a clear error in the calling cell, and nothing is admitted.
+    # A missing sub-agent is a clear error in the calling cell, and nothing is admitted.
     before = len(daemon.list_sessions()["sessions"])
-    result = await nb.run("rlm('x', spec='nope')")
+    result = await nb.run("rlm('x', subagent='nope')")
     error = next(o for o in result.outputs if o["output_type"] == "error")
     assert error["ename"] == "NotFound"
-    assert "no sub-agent spec named 'nope'" in error["evalue"]
+    assert "no sub-agent named 'nope'" in error["evalue"]
     assert "reviewer" in error["evalue"]
     assert len(daemon.list_sessions()["sessions"]) == before
 

@@ -210,13 +210,13 @@ async def test_import_prime_agent_state_and_export(
         "memory/gpu-count",
         "note/be-careful",
         "skill/fetch-page",
-        "spec/critic",
+        "subagent/critic",
     ]
     h = daemon.harness
     assert h.get("note", "be-careful").content.strip() == "Check inputs first."
     skill = h.get("skill", "fetch-page")
     assert skill.metadata["entrypoint"] == "json:dumps" and skill.title == "Fetch a page"
-    assert h.spec("critic")[1] == {"model": "scripted/echo"}
+    assert h.subagent("critic")[1] == {"model": "scripted/echo"}
     assert h.history("memory", "gpu-count")[0]["reason"].startswith("imported from a Prime Agent")
     # Importing again skips what exists.
     again = json.loads(

@@ -149,7 +149,7 @@ async def test_auto_policy_applies_at_once_but_holds_flagged_and_refuses_limits(
 ):
     h = daemon.harness
     h.review_policy = "auto"
-    h.create("spec", "worker", title="Does work", content="Work.", metadata={"max_turns": 4})
+    h.create("subagent", "worker", title="Does work", content="Work.", metadata={"max_turns": 4})
     h.refine_model = script(
         [
             reply(
@@ -170,14 +170,14 @@ async def test_auto_policy_applies_at_once_but_holds_flagged_and_refuses_limits(
                 },
                 {
                     "op": "update",
-                    "kind": "spec",
+                    "kind": "subagent",
                     "id": "worker",
                     "metadata": {"max_turns": 50},
                     "reason": "more room",
                 },
                 {
                     "op": "create",
-                    "kind": "spec",
+                    "kind": "subagent",
                     "id": "rich",
                     "content": "x",
                     "metadata": {"budget": {"dollars": 100}},
@@ -208,7 +208,7 @@ async def test_auto_policy_applies_at_once_but_holds_flagged_and_refuses_limits(
     assert "max_turns" in record["edits"][2]["note"] and "budget" in record["edits"][3]["note"]
     assert "no note named 'missing'" in record["edits"][5]["note"]
     assert h.get("note", "be-brief").content.strip() == "Keep answers short."
-    assert h.get("spec", "worker").metadata == {"max_turns": 4}
+    assert h.get("subagent", "worker").metadata == {"max_turns": 4}
 
 
 async def test_invalid_reply_changes_nothing_and_is_reported(daemon: Daemon, script, jp_fetch):

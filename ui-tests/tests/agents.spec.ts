@@ -483,7 +483,7 @@ test('the harness view, empty: each kind says what it is, the review policy what
     ['note', "standing instructions added to every session's context"],
     ['memory', 'a fact learned'],
     ['skill', 'Agent Skills format'],
-    ['spec', 'a recipe for a child']
+    ['subagent', 'a named recipe for a child']
   ]) {
     const group = view.locator(`.jp-PrimeHarness-group[data-kind="${kind}"]`);
     if ((await group.locator('.jp-PrimeHarness-entry').count()) === 0) {
@@ -493,7 +493,7 @@ test('the harness view, empty: each kind says what it is, the review policy what
   await expect(view.locator('.jp-PrimeHarness-policy')).toContainText(/review policy: (review \(refinement edits wait for you|auto \()/);
   await view.getByText('What is this?').click();
   const dialog = page.locator('.jp-Dialog');
-  await expect(dialog).toContainText('Sub-agent specs');
+  await expect(dialog).toContainText('Sub-agents');
   await expect(dialog).toContainText('docs/architecture.md');
   await screenshot(page, info, 'harness-about');
   await dialog.getByRole('button', { name: 'Close' }).click();
@@ -712,7 +712,7 @@ test('the panel shows the sandbox mode, and %load_ext in a plain Python console 
   expect(out).toBe('42');
 });
 
-test('harness: create a note, a memory, a skill and a spec from the view', async ({ page, request }) => {
+test('harness: create a note, a memory, a skill and a sub-agent from the view', async ({ page, request }) => {
   await openLab(page);
   await run(page, 'prime-kernel:open-harness');
   const view = page.locator('.jp-PrimeHarness:visible');
@@ -721,7 +721,7 @@ test('harness: create a note, a memory, a skill and a spec from the view', async
     ['note', 'Answer briefly', 'Give the answer first.'],
     ['memory', 'Primes below 100', 'There are 25.'],
     ['skill', 'Sum a CSV column', 'Read it with the csv module.'],
-    ['spec', 'Careful checker', 'Check the work twice.']
+    ['subagent', 'Careful checker', 'Check the work twice.']
   ];
   for (const [kind, title, content] of made) {
     // The "+" of the kind's group starts a new entry of that kind.
@@ -736,7 +736,7 @@ test('harness: create a note, a memory, a skill and a spec from the view', async
     const id = title.toLowerCase().replace(/[^a-z0-9]+/g, '-');
     const entry = view.locator(`.jp-PrimeHarness-group[data-kind="${kind}"] .jp-PrimeHarness-entry[data-entry-id="${id}"]`);
     await expect(entry).toContainText(title);
-    const folder = { note: 'notes', memory: 'memory', skill: 'skills', spec: 'specs' }[kind];
+    const folder = { note: 'notes', memory: 'memory', skill: 'skills', subagent: 'subagents' }[kind];
     const saved = await (await request.get(`/api/prime/harness/${folder}/${id}`)).json();
     expect(saved.content.trim()).toBe(content);
     expect(saved.version).toBe(1);
