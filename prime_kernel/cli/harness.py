@@ -496,17 +496,17 @@ def cmd_refinements(args: argparse.Namespace) -> int:
             return 0
         if not args.id:
             raise CLIError(f"`refinements {args.action}` needs a refinement id")
-        from ..harness import refine  # checks edits against schemas: jsonschema (not to list)
+        from ..harness import proposals
 
         edits = args.edits or None
         if args.action == "show":
-            record = refine.get_refinement(h, args.id)
+            record = proposals.get_refinement(h, args.id)
         elif args.action == "approve":
-            record = refine.apply_edits(h, args.id, edits)
+            record = proposals.apply_edits(h, args.id, edits)
         elif args.action == "reject":
-            record = refine.reject_edits(h, args.id, edits)
+            record = proposals.reject_edits(h, args.id, edits)
         else:
-            record = refine.rollback_refinement(h, args.id)
+            record = proposals.rollback_refinement(h, args.id)
         if args.json:
             print(dump_json(record))
         else:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..harness import refine as proposals
+from ..harness import proposals
 from ..harness.examples import Example
 from ..harness.harness import Harness
 from ..harness.learning import Cell, NotLearned, distill

@@ -3,7 +3,7 @@ the model call (validated, and accounted to the session that asked), the `/refin
 the automatic triggers (`Harness.auto_refine_every`, `auto_refine_after_failure`).
 
 The refinement itself — the prompt, the reply's schema, the safety rules, review — is
-`prime_kernel.harness.refine`, which knows nothing of the daemon.
+`prime_kernel.harness.refine` (and `.reply`, `.proposals`), which know nothing of the daemon.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ..harness import refine as rules
 from ..protocol.errors import PrimeError
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
+from ..util.format import clip
 from .records import SessionRecord
 from .session import LiveSession
 
@@ -125,6 +126,8 @@ class Refiner:
                 evidence=evidence,
                 model=model,
                 max_turns=daemon.host.max_turns,
+                reply_tokens=harness.refine_reply_tokens,
+                timeout=harness.refine_timeout,
                 constrained=router.supports_response_schema(model),
                 fits=fits,
                 instructions=instructions,
@@ -217,21 +220,21 @@ def _evidence(rec: SessionRecord, events: list[dict[str, Any]]) -> dict[str, Any
             errors.append(
                 {
                     "turn": turns,
-                    "code": _clip(data.get("code", ""), 300),
-                    "error": _clip(str(text), 300),
+                    "code": clip(data.get("code", ""), 300),
+                    "error": clip(str(text), 300),
                 }
             )
         elif ev["kind"] == "error":
-            errors.append({"turn": turns, "error": _clip(str(data.get("message")), 300)})
+            errors.append({"turn": turns, "error": clip(str(data.get("message")), 300)})
     usage = rec.usage or {}
     return {
         "session_id": rec.id,
         "parent_id": rec.parent_id,
-        "task": _clip(rec.prompt, 600),
+        "task": clip(rec.prompt, 600),
         "model": rec.model,
         "state": rec.state.value,
         "error": rec.error,
-        "answer": _clip(rec.answer_repr or "", 300) or None,
+        "answer": clip(rec.answer_repr or "", 300) or None,
         "verified": (
             {k: rec.verified[k] for k in ("correct", "by", "note") if k in rec.verified}
             if rec.verified
@@ -241,7 +244,3 @@ def _evidence(rec: SessionRecord, events: list[dict[str, Any]]) -> dict[str, Any
         "errors": errors[-8:],
         "usage": {k: usage.get(k) for k in ("total_tokens", "cost", "model_calls", "cells")},
     }
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[:n] + "…"

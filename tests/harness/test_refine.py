@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 
 from prime_kernel.daemon.daemon import Daemon
-from prime_kernel.harness import refine
+from prime_kernel.harness import proposals, refine
+from prime_kernel.harness import reply as replies
 from prime_kernel.models import local
 from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import post_message, wait_for
@@ -247,7 +248,7 @@ async def test_refine_from_the_repl_is_authored_by_the_session(daemon: Daemon, s
     rec = await daemon.create_session(SessionRequest("improve", model=agent))
     done = await daemon.runs.wait(rec["id"], 60)
     rid = done["answer_repr"].strip("'")
-    record = refine.get_refinement(daemon.harness, rid)
+    record = proposals.get_refinement(daemon.harness, rid)
     assert record["author"] == rec["id"] and record["status"] == "applied"
     assert record["instructions"] == "remember things"
     # The refinement's model call is accounted to the session that asked for it.
@@ -319,14 +320,14 @@ def test_every_string_and_array_of_the_reply_is_bounded():
                     unbounded.append(path + ".*")
                 walk(extra, path + ".*")
 
-    walk(refine.REPLY_SCHEMA, "$")
+    walk(replies.REPLY_SCHEMA, "$")
     assert unbounded == []
     # Under a grammar the longest reply fits the reply's token budget: the grammar ends it.
     for tokens in (300, 1200, 8000):
-        tight = refine.response_format(tokens)["json_schema"]["schema"]
+        tight = replies.response_format(tokens)["json_schema"]["schema"]
         walk(tight, "$")
         assert unbounded == [] and "*" not in json.dumps(tight)
-        assert refine._longest(tight) <= tokens * refine.CHARS_PER_TOKEN or tokens == 300
+        assert replies._longest(tight) <= tokens * replies.CHARS_PER_TOKEN or tokens == 300
         most = {
             "summary": "s" * tight["properties"]["summary"]["maxLength"],
             "rationale": "",
@@ -344,7 +345,7 @@ def test_every_string_and_array_of_the_reply_is_bounded():
             * tight["properties"]["edits"]["maxItems"],
         }
         jsonschema.validate(most, tight)
-        refine.parse_reply(json.dumps(most))  # what the grammar allows, the validator takes
+        replies.parse_reply(json.dumps(most))  # what the grammar allows, the validator takes
         # An edit without a title is not in the grammar: a skill would be refused for it.
         del most["edits"][0]["title"]
         with pytest.raises(jsonschema.ValidationError):
@@ -408,7 +409,7 @@ def test_the_embedded_model_replies_with_valid_json(tmp_path: Path):
         daemon.harness.close()
         asyncio.run(daemon.store.close())
     assert record["status"] not in ("invalid", "failed"), record.get("error")
-    assert refine.parse_reply(record["reply"])["summary"]
+    assert replies.parse_reply(record["reply"])["summary"]
 
 
 async def test_the_prompt_leaves_the_reply_room_in_the_models_window(daemon: Daemon, script):
