@@ -48,7 +48,7 @@ from learning_tasks import FAMILIES, Task, split
 from local_tasks import check
 
 from prime_kernel.cli.headless import serve
-from prime_kernel.harness import refine as proposals
+from prime_kernel.harness import proposals
 from prime_kernel.models.local import MODEL as DEFAULT_MODEL
 from prime_kernel.protocol.requests import SessionRequest
 

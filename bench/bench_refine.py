@@ -8,7 +8,7 @@ as the evidence. Then asks for `--tries` refinements, each from a different slic
 evidence with different instructions (the model's seed is fixed, so the same prompt would only
 repeat the same reply), under the review policy `review`, so nothing is applied. Counts the
 replies that parse and match the schema, and the seconds of each (the limit is
-`c.Harness.refine_timeout`, 120 s). Prints, last:
+`c.Refiner.refine_timeout`, 120 s). Prints, last:
 
     refinement: valid JSON in V/N, seconds median S, max X (model M)
 """
@@ -57,8 +57,8 @@ async def evidence(daemon: Any, model: str) -> list[str]:
 async def bench(app: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
     daemon = app.web_app.settings["prime_daemon"]
     daemon.harness.review_policy = "review"
-    daemon.harness.learn = False  # the evidence's verdicts are kept, nothing learned from them
-    daemon.harness.refine_model = args.model
+    daemon.learner.learn = False  # the evidence's verdicts are kept, nothing learned from them
+    daemon.refiner.refine_model = args.model
     ids = await evidence(daemon, args.model)
     rows = []
     for i in range(args.tries):

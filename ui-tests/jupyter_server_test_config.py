@@ -51,7 +51,7 @@ c.Daemon.compact_keep_recent = 2
 # proposed by the scripted refinement model wait for review, and the project's files under
 # .prime/ can be opened in the editor.
 c.Harness.global_dir = mkdtemp(prefix="prime-ui-harness-global-")
-c.Harness.refine_model = "scripted/ui-refine"
+c.Refiner.refine_model = "scripted/ui-refine"
 c.Harness.review_policy = "review"
 c.ContentsManager.allow_hidden = True
 

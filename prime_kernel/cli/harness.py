@@ -88,7 +88,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("instructions", nargs="*", help="what to focus on")
     p.add_argument("--session", help="use this session (and its children) as the evidence")
     p.add_argument(
-        "--model", help="the model to ask (default: Harness.refine_model or PRIME_MODEL)"
+        "--model", help="the model to ask (default: Refiner.refine_model or PRIME_MODEL)"
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_refine)
@@ -381,19 +381,19 @@ def cmd_refine(args: argparse.Namespace) -> int:
     from .follow import StatusLine
 
     def action(daemon: Daemon) -> int:
-        h = daemon.harness
+        refiner = daemon.refiner
         if args.model:
-            h.refine_model = args.model
-        model = h.refine_model or daemon.admission.resolve_model(None)
+            refiner.refine_model = args.model
+        model = refiner.model()
         status = StatusLine(sys.stderr) if sys.stderr.isatty() else None
         if status is None:
-            print(f"refining with {model} (at most {h.refine_timeout:g} s)…", file=sys.stderr)
+            print(f"refining with {model} (at most {refiner.refine_timeout:g} s)…", file=sys.stderr)
 
         async def tick() -> None:
             # The model reads the prompt first (silent), then writes its reply (streamed).
             since = time.monotonic()
             while status is not None:
-                running = daemon.refiner.progress()
+                running = refiner.progress()
                 doing = (
                     f"{running[0]['chars']} characters of reply"
                     if running and running[0]["phase"] == "writing"
@@ -405,7 +405,7 @@ def cmd_refine(args: argparse.Namespace) -> int:
         async def refine() -> dict[str, Any]:
             ticker = asyncio.ensure_future(tick())
             try:
-                return await daemon.refiner.refine(
+                return await refiner.refine(
                     instructions=" ".join(args.instructions) or None,
                     author="user",
                     trigger="prime-agent refine",
@@ -506,17 +506,17 @@ def cmd_refinements(args: argparse.Namespace) -> int:
             return 0
         if not args.id:
             raise CLIError(f"`refinements {args.action}` needs a refinement id")
-        from ..harness import refine  # checks edits against schemas: jsonschema (not to list)
+        from ..harness import proposals
 
         edits = args.edits or None
         if args.action == "show":
-            record = refine.get_refinement(h, args.id)
+            record = proposals.get_refinement(h, args.id)
         elif args.action == "approve":
-            record = refine.apply_edits(h, args.id, edits)
+            record = proposals.apply_edits(h, args.id, edits)
         elif args.action == "reject":
-            record = refine.reject_edits(h, args.id, edits)
+            record = proposals.reject_edits(h, args.id, edits)
         else:
-            record = refine.rollback_refinement(h, args.id)
+            record = proposals.rollback_refinement(h, args.id)
         if args.json:
             print(dump_json(record))
         else:

@@ -125,13 +125,20 @@ def _csv_rows(text: str, name: str) -> list[dict[str, Any]]:
 _SETTING = re.compile(r"^([A-Za-z_]\w*)\.([A-Za-z_]\w*)=(.*)$", re.DOTALL)
 
 
+def _home(cls: str, name: str) -> str:
+    """The class a setting lives on now: a setting that moved off the Daemon or the Harness
+    (`Daemon.pool_size`, `Harness.refine_model`) is its new class's."""
+    from ..daemon.daemon import MOVED
+    from ..daemon.moved import HARNESS_MOVED
+
+    return {"Daemon": MOVED, "Harness": HARNESS_MOVED}.get(cls, {}).get(name, cls)
+
+
 def config_argv(pairs: list[str]) -> list[str]:
     """`--config Class.trait=VALUE` settings as server arguments (each one checked for form).
-    A setting that moved off the Daemon is passed under its new name, so that it still wins
-    over `run`'s own defaults, which use the new names (a note would break the one-line
-    errors a `run` promises; the server warns about old names in config files)."""
-    from ..daemon.daemon import MOVED
-
+    A setting that moved off the Daemon or the Harness is passed under its new name, so that it
+    still wins over `run`'s own defaults, which use the new names (a note would break the
+    one-line errors a `run` promises; the server warns about old names in config files)."""
     argv = []
     for pair in pairs:
         m = _SETTING.match(pair)
@@ -140,17 +147,15 @@ def config_argv(pairs: list[str]) -> list[str]:
                 f"--config wants Class.trait=VALUE (e.g. KernelCustody.pool_size=0), not {pair!r}"
             )
         cls, name, value = m.groups()
-        if cls == "Daemon" and name in MOVED:
-            cls = MOVED[name]
-        argv.append(f"--{cls}.{name}={value}")
+        argv.append(f"--{_home(cls, name)}.{name}={value}")
     return argv
 
 
 def check_daemon_settings(pairs: list[str]) -> None:
     """The settings among `pairs` of the Daemon and of the services it builds: the name exists
     and the value parses, so a typo is one line, not a server's usage. A setting that moved
-    off the Daemon (`Daemon.pool_size`) is checked where it lives now."""
-    from ..daemon.daemon import MOVED, SERVICES
+    (`Daemon.pool_size`, `Harness.learn`) is checked where it lives now."""
+    from ..daemon.daemon import SERVICES
 
     classes = {cls.__name__: cls for cls in SERVICES}
     for pair in pairs:
@@ -158,7 +163,7 @@ def check_daemon_settings(pairs: list[str]) -> None:
         if m is None:
             continue
         given, name, value = m.groups()
-        cls = classes.get(MOVED.get(name, given) if given == "Daemon" else given)
+        cls = classes.get(_home(given, name))
         if cls is not None:
             _check_setting(cls, given, name, value)
 

@@ -58,7 +58,7 @@ from .learning import Learner
 from .lifecycle import Lifecycle
 from .listing import Listing
 from .mailbox import Mailbox
-from .moved import relocate
+from .moved import HARNESS_MOVED, relocate
 from .passivation import Passivation, Snapshots
 from .records import SessionRecord
 from .recovery import Recovery
@@ -180,6 +180,7 @@ class Daemon(LoggingConfigurable):
 
     def __init__(self, **kwargs: Any) -> None:
         moved = relocate("Daemon", MOVED, kwargs)
+        moved += relocate("Harness", HARNESS_MOVED, kwargs, arguments=False)
         super().__init__(**kwargs)
         for note in moved:
             self.log.warning(note)
@@ -285,7 +286,19 @@ class Daemon(LoggingConfigurable):
             admission=self.admission,
             new_live=self.new_live,
         )
-        self.refiner = Refiner(self)
+        self.refiner = Refiner(
+            registry=self.registry,
+            store=self.store,
+            events=self.event_log,
+            harness=self.harness,
+            router=self.router,
+            accounting=self.accounting,
+            resolve_model=self.admission.resolve_model,
+            model_kwargs=lambda: self.host.model_kwargs,
+            max_turns=lambda: self.host.max_turns,
+            spawn=self.spawn,
+            parent=self,
+        )
         self.learner = Learner(
             registry=self.registry,
             store=self.store,
@@ -294,6 +307,7 @@ class Daemon(LoggingConfigurable):
             max_turns=lambda: self.host.max_turns,
             scrub=self.scrub,
             spawn=self.spawn,
+            parent=self,
         )
         self.recovery = Recovery(self, parent=self)
         self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
@@ -609,6 +623,9 @@ SERVICES: tuple[type[LoggingConfigurable], ...] = (
     ModelRouter,
     Passivation,
     Recovery,
+    Harness,
+    Refiner,
+    Learner,
 )
 
 

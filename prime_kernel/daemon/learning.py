@@ -4,7 +4,7 @@ A session's answer is verified right or wrong by a person (`prime-agent verify`,
 session view, `h.verify()` in a notebook), a benchmark's checker, or an autonomous gate that
 passed (a real test, in a session a person started: an agent's gate for its own children is
 not evidence). The verdict is kept on the record (`verified`) and in the trajectory; then, with
-`Harness.learn` on, the session is distilled into a worked example (right) or a caution (wrong)
+`c.Learner.learn` on, the session is distilled into a worked example (right) or a caution (wrong)
 by `prime_kernel.harness.learning` and proposed through the review policy, attributed to the
 session and the verifier. A second verdict that differs withdraws what the first taught.
 
@@ -17,7 +17,10 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..harness import refine as proposals
+from traitlets import Bool, Float, Int
+from traitlets.config import LoggingConfigurable
+
+from ..harness import proposals
 from ..harness.examples import Example
 from ..harness.harness import Harness
 from ..harness.learning import Cell, NotLearned, distill
@@ -34,7 +37,35 @@ from .store import Store
 _VERIFIABLE = (SessionState.DONE, SessionState.IDLE)
 
 
-class Learner:
+class Learner(LoggingConfigurable):
+    """Records verdicts, learns from them and recalls what was learned. Configure as
+    `c.Learner.<trait>`."""
+
+    learn = Bool(
+        True,
+        config=True,
+        help="Distil a session whose answer is verified (by a person, a checker or an "
+        "autonomous gate) into a worked example (right) or a caution (wrong), proposed under "
+        "the review policy. No model call.",
+    )
+    examples_shown = Int(
+        1, min=0, config=True, help="Worked examples recalled into a session's prompt."
+    )
+    cautions_shown = Int(
+        1, min=0, config=True, help="Cautions (verified wrong answers) recalled into a prompt."
+    )
+    example_min_coverage = Float(
+        0.5,
+        min=0.0,
+        max=1.0,
+        config=True,
+        help="Share of a task's term weight (BM25 IDF) an example's task must match to be "
+        "recalled for it.",
+    )
+    max_example_chars = Int(
+        1500, config=True, help="Longest code a learned worked example may have."
+    )
+
     def __init__(
         self,
         *,
@@ -45,7 +76,9 @@ class Learner:
         max_turns: Callable[[], int],
         scrub: Callable[[Any], Any],
         spawn: Callable[[Coroutine[Any, Any, Any], str], Any],
+        **kwargs: Any,
     ) -> None:
+        super().__init__(**kwargs)
         self.registry = registry
         self.store = store
         self.events = events
@@ -78,7 +111,7 @@ class Learner:
         if note:
             verification["note"] = self.scrub(note)
         self._withdraw(record, correct, by)
-        if self.harness.learn:
+        if self.learn:
             verification.update(await self._learn(record, correct, by, note))
         record.update(verified=verification)
         self.events.emit(
@@ -103,7 +136,7 @@ class Learner:
                 model=record.model,
                 context_type=record.context_type,
                 note=self.scrub(note),
-                max_chars=self.harness.max_example_chars,
+                max_chars=self.max_example_chars,
             )
         except NotLearned as e:
             return {"refused": str(e)}
@@ -178,4 +211,9 @@ class Learner:
     # -- recall ------------------------------------------------------------------------------
     def recall(self, record: SessionRecord) -> list[Example]:
         """The worked examples and cautions a session's first prompt shows."""
-        return self.harness.recall(record.prompt)
+        return self.harness.recall(
+            record.prompt,
+            right=self.examples_shown,
+            wrong=self.cautions_shown,
+            min_coverage=self.example_min_coverage,
+        )

@@ -7,7 +7,9 @@ warning, as jupyter_server did when settings moved off `NotebookApp` and `Server
 one unless the new one is given too, and then the new one wins.
 
 `relocate` is the one mechanism: the class that lost the settings calls it on its constructor's
-keyword arguments, before traitlets reads its config, with a table of `{name: new class}`.
+keyword arguments, before traitlets reads its config, with a table of `{name: new class}`. The
+settings that moved off the Harness went to siblings of it, not to classes it builds, so the
+daemon that builds them all relocates those, from its config (`HARNESS_MOVED`).
 """
 
 from __future__ import annotations
@@ -17,15 +19,44 @@ from typing import Any
 
 from traitlets.config import Config
 
+# Settings that moved off the Harness (the entries and their history) to the daemon's services
+# that read them: refinement's to the Refiner, learning's and recall's to the Learner.
+HARNESS_MOVED = {
+    name: new_cls
+    for new_cls, names in {
+        "Refiner": (
+            "refine_model",
+            "evidence_sessions",
+            "refine_timeout",
+            "refine_reply_tokens",
+            "refine_prompt_tokens",
+            "auto_refine_every",
+            "auto_refine_after_failure",
+            "refine_cooldown",
+        ),
+        "Learner": (
+            "learn",
+            "examples_shown",
+            "cautions_shown",
+            "example_min_coverage",
+            "max_example_chars",
+        ),
+    }.items()
+    for name in names
+}
 
-def relocate(owner: str, moved: Mapping[str, str], kwargs: dict[str, Any]) -> list[str]:
+
+def relocate(
+    owner: str, moved: Mapping[str, str], kwargs: dict[str, Any], *, arguments: bool = True
+) -> list[str]:
     """Move the settings `moved` names from `owner` to their new classes, in place in `kwargs`
     (a Configurable's constructor arguments); the warnings to log, one per moved setting.
 
     Both spellings are read: `c.<owner>.<name>` in the config (the parent's, if `kwargs` gives
-    none) and `<owner>(<name>=...)`. The config is copied, never changed where it came from,
-    and handed on in `kwargs["config"]`, so the classes the owner builds (`parent=owner`)
-    read the settings where they live now.
+    none) and `<owner>(<name>=...)` (unless `arguments` is False: `kwargs` are not the owner's
+    own but those of the class that builds it and its new homes side by side). The config is
+    copied, never changed where it came from, and handed on in `kwargs["config"]`, so the
+    classes the owner builds (`parent=owner`) read the settings where they live now.
     """
     given = kwargs.get("config")
     parent = kwargs.get("parent")
@@ -33,7 +64,7 @@ def relocate(owner: str, moved: Mapping[str, str], kwargs: dict[str, Any]) -> li
         given = parent.config
     old_section = given.get(owner) if isinstance(given, Config) else None
     in_config = [n for n in moved if isinstance(old_section, Config) and n in old_section]
-    in_kwargs = [n for n in moved if n in kwargs]
+    in_kwargs = [n for n in moved if n in kwargs] if arguments else []
     if not in_config and not in_kwargs:
         return []
     # Copied two levels deep: the sections we touch are ours, the values are shared.

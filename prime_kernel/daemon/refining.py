@@ -1,44 +1,110 @@
 """Refinement from the daemon's side: the evidence (what recent sessions did, from the store),
 the model call (validated, and accounted to the session that asked), the `/refine` command, and
-the automatic triggers (`Harness.auto_refine_every`, `auto_refine_after_failure`).
+the automatic triggers (`c.Refiner.auto_refine_every`, `auto_refine_after_failure`).
 
 The refinement itself — the prompt, the reply's schema, the safety rules, review — is
-`prime_kernel.harness.refine`, which knows nothing of the daemon.
+`prime_kernel.harness.refine` (and `.reply`, `.proposals`), which know nothing of the daemon.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from traitlets import Bool, Float, Int, Unicode
+from traitlets.config import LoggingConfigurable
 
 from ..harness import refine as rules
+from ..harness.harness import Harness
+from ..models.router import ModelRouter
 from ..protocol.errors import PrimeError
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
+from ..util.format import clip
+from .accounting import Accounting
+from .events import EventLog
 from .records import SessionRecord
+from .registry import SessionRegistry
 from .session import LiveSession
-
-if TYPE_CHECKING:
-    from .daemon import Daemon
+from .store import Store
 
 
-class Refiner:
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+class Refiner(LoggingConfigurable):
+    """Refines the harness from recent sessions: asked for, or automatically. Configure as
+    `c.Refiner.<trait>`."""
+
+    refine_model = Unicode(
+        "", config=True, help="Model for refinement (default: the daemon's default model)."
+    )
+    evidence_sessions = Int(8, config=True, help="Recent sessions a refinement reads as evidence.")
+    refine_timeout = Float(
+        120.0,
+        config=True,
+        help="Seconds a refinement's model call may take; then it is stopped and the "
+        "refinement fails, changing nothing (0: c.ModelRouter.model_timeout only).",
+    )
+    refine_reply_tokens = Int(1200, config=True, help="Most tokens a refinement's reply may have.")
+    refine_prompt_tokens = Int(
+        4000,
+        config=True,
+        help="Most tokens of a refinement's prompt (also bounded by the model's window): the "
+        "evidence of the sessions furthest down the list is left out first. On a CPU every "
+        "prompt token is read before the reply starts.",
+    )
+    auto_refine_every = Int(
+        0, config=True, help="Refine automatically after this many model turns (0 = never)."
+    )
+    auto_refine_after_failure = Bool(
+        False, config=True, help="Refine automatically after a session fails."
+    )
+    refine_cooldown = Float(600.0, config=True, help="Seconds between two automatic refinements.")
+
+    def __init__(
+        self,
+        *,
+        registry: SessionRegistry,
+        store: Store,
+        events: EventLog,
+        harness: Harness,
+        router: ModelRouter,
+        accounting: Accounting,
+        resolve_model: Callable[[str | None], str],
+        model_kwargs: Callable[[], dict[str, Any]],
+        max_turns: Callable[[], int],
+        spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]],
+        **kwargs: Any,
+    ) -> None:
+        """`resolve_model(None)`: the daemon's default model; `model_kwargs()`: the extra
+        arguments of every model call; `max_turns()`: the limit no spec may be raised above."""
+        super().__init__(**kwargs)
+        self.registry = registry
+        self.store = store
+        self.events = events
+        self.harness = harness
+        self.router = router
+        self.accounting = accounting
+        self.resolve_model = resolve_model
+        self.model_kwargs = model_kwargs
+        self.max_turns = max_turns
+        self.spawn = spawn
         self._turns = 0
         self._last_auto = 0.0
         self._auto: asyncio.Task[Any] | None = None
         # The refinements under way: how long each has run and how much reply it has.
         self.running: list[dict[str, Any]] = []
 
+    def model(self) -> str:
+        """The model a refinement asks: `refine_model`, else the daemon's default."""
+        return self.resolve_model(self.refine_model or None)
+
     async def evidence(
         self, session_id: str | None = None, limit: int = 8, session_ids: list[str] | None = None
     ) -> list[dict[str, Any]]:
         """What the recent sessions (or one session and its subtree, or the sessions named)
         did, failed at and cost."""
-        registry = self.daemon.registry
+        registry = self.registry
         if session_ids:
             records = [registry.get(i) for i in session_ids][:limit]
         elif session_id:
@@ -47,7 +113,7 @@ class Refiner:
             records = [r for r in registry.select() if r.is_agent][:limit]
         out = []
         for rec in records:
-            events = await self.daemon.store.events(rec.id, kinds=["assistant", "cell", "error"])
+            events = await self.store.events(rec.id, kinds=["assistant", "cell", "error"])
             out.append(_evidence(rec, events))
         return out
 
@@ -66,9 +132,8 @@ class Refiner:
 
         The reply is streamed: `running` (and `on_progress`, as it grows) shows how far it got.
         """
-        daemon = self.daemon
-        harness = daemon.harness
-        model = harness.refine_model or daemon.admission.resolve_model(None)
+        model = self.model()
+        router = self.router
         progress: dict[str, Any] = {
             "model": model,
             "trigger": trigger,
@@ -90,41 +155,39 @@ class Refiner:
         async def complete(
             model: str, messages: list[dict[str, Any]], response_format: dict[str, Any] | None
         ) -> tuple[str, dict[str, Any]]:
-            daemon.router.validate(model)
-            kwargs: dict[str, Any] = {
-                **daemon.host.model_kwargs,
-                "max_tokens": harness.refine_reply_tokens,
-            }
+            router.validate(model)
+            kwargs: dict[str, Any] = {**self.model_kwargs(), "max_tokens": self.refine_reply_tokens}
             if response_format is not None:
                 kwargs["response_format"] = response_format
-            completion = await daemon.router.stream(model, messages, on_text, **kwargs)
+            completion = await router.stream(model, messages, on_text, **kwargs)
             if caller is not None:
-                daemon.accounting.add_completion(caller.record, completion)
+                self.accounting.add_completion(caller.record, completion)
             return str(completion.message.get("content") or ""), {
                 **completion.usage,
                 "cost": completion.cost,
             }
 
-        evidence = await self.evidence(session_id, harness.evidence_sessions, session_ids)
-        router = daemon.router
+        evidence = await self.evidence(session_id, self.evidence_sessions, session_ids)
         window = router.context_window(model)
 
         def fits(messages: list[dict[str, Any]]) -> bool:
             # litellm's count is an estimate where it lacks the model's tokenizer (the embedded
             # models' llama.cpp counted 17% more on code): a quarter more, to be safe.
             tokens = router.count_tokens(model, messages) * 1.25
-            if window is not None and tokens + harness.refine_reply_tokens > window:
+            if window is not None and tokens + self.refine_reply_tokens > window:
                 return False
-            return tokens <= harness.refine_prompt_tokens
+            return tokens <= self.refine_prompt_tokens
 
         self.running.append(progress)
         try:
             return await rules.refine(
-                harness,
+                self.harness,
                 complete,
                 evidence=evidence,
                 model=model,
-                max_turns=daemon.host.max_turns,
+                max_turns=self.max_turns(),
+                reply_tokens=self.refine_reply_tokens,
+                timeout=self.refine_timeout,
                 constrained=router.supports_response_schema(model),
                 fits=fits,
                 instructions=instructions,
@@ -145,14 +208,14 @@ class Refiner:
         instructions = rules.refine_command(message)
         if instructions is None:
             return None
-        target = self.daemon.registry.get(session_id)  # a clear NotFound for unknown sessions
+        target = self.registry.get(session_id)  # a clear NotFound for unknown sessions
         record = await self.refine(
             instructions=instructions or None,
             author="user",
             trigger=f"/refine sent to {session_id}",
             session_id=session_id,
         )
-        self.daemon.event_log.emit(
+        self.events.emit(
             target,
             EventKind.REFINEMENT,
             {"refinement_id": record["id"], "status": record["status"]},
@@ -167,7 +230,7 @@ class Refiner:
 
     # -- automatic triggers (off by default) ----------------------------------------------------
     def turn_taken(self) -> None:
-        every = self.daemon.harness.auto_refine_every
+        every = self.auto_refine_every
         if every <= 0:
             return
         self._turns += 1
@@ -175,18 +238,18 @@ class Refiner:
             self._start(f"every {every} turns", None)
 
     def session_failed(self, record: SessionRecord, _: Any, __: SessionState) -> None:
-        if self.daemon.harness.auto_refine_after_failure and record.is_agent:
+        if self.auto_refine_after_failure and record.is_agent:
             self._start(f"session {record.id} failed", record.id)
 
     def _start(self, trigger: str, session_id: str | None) -> None:
-        cooldown = self.daemon.harness.refine_cooldown
+        cooldown = self.refine_cooldown
         if self._auto is not None and not self._auto.done():
             return
         if self._last_auto and time.monotonic() - self._last_auto < cooldown:
             return
         self._last_auto = time.monotonic()
         self._turns = 0
-        self._auto = self.daemon.spawn(
+        self._auto = self.spawn(
             self.refine(author="auto", trigger=trigger, session_id=session_id), "auto-refine"
         )
         self._auto.add_done_callback(self._done)
@@ -195,7 +258,7 @@ class Refiner:
         if not task.cancelled() and task.exception() is not None:
             error = task.exception()
             text = error.message if isinstance(error, PrimeError) else repr(error)
-            self.daemon.log.error("automatic refinement failed: %s", text)
+            self.log.error("automatic refinement failed: %s", text)
 
 
 def _evidence(rec: SessionRecord, events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -217,21 +280,21 @@ def _evidence(rec: SessionRecord, events: list[dict[str, Any]]) -> dict[str, Any
             errors.append(
                 {
                     "turn": turns,
-                    "code": _clip(data.get("code", ""), 300),
-                    "error": _clip(str(text), 300),
+                    "code": clip(data.get("code", ""), 300),
+                    "error": clip(str(text), 300),
                 }
             )
         elif ev["kind"] == "error":
-            errors.append({"turn": turns, "error": _clip(str(data.get("message")), 300)})
+            errors.append({"turn": turns, "error": clip(str(data.get("message")), 300)})
     usage = rec.usage or {}
     return {
         "session_id": rec.id,
         "parent_id": rec.parent_id,
-        "task": _clip(rec.prompt, 600),
+        "task": clip(rec.prompt, 600),
         "model": rec.model,
         "state": rec.state.value,
         "error": rec.error,
-        "answer": _clip(rec.answer_repr or "", 300) or None,
+        "answer": clip(rec.answer_repr or "", 300) or None,
         "verified": (
             {k: rec.verified[k] for k in ("correct", "by", "note") if k in rec.verified}
             if rec.verified
@@ -241,7 +304,3 @@ def _evidence(rec: SessionRecord, events: list[dict[str, Any]]) -> dict[str, Any
         "errors": errors[-8:],
         "usage": {k: usage.get(k) for k in ("total_tokens", "cost", "model_calls", "cells")},
     }
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[:n] + "…"

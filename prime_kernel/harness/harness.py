@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, Enum, Float, Int, Unicode, default
+from traitlets import Enum, Int, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from ..protocol.errors import Conflict, NotFound, PrimeError
@@ -42,55 +42,6 @@ class Harness(LoggingConfigurable):
         help="Changes not made by a person — a refinement's edits, what is learned from a "
         "verified session, an agent's writes from its kernel — are proposals: auto applies "
         "them at once; review holds them until a person approves. Flagged edits always wait.",
-    )
-    learn = Bool(
-        True,
-        config=True,
-        help="Distil a session whose answer is verified (by a person, a checker or an "
-        "autonomous gate) into a worked example (right) or a caution (wrong), proposed under "
-        "the review policy. No model call.",
-    )
-    examples_shown = Int(
-        1, min=0, config=True, help="Worked examples recalled into a session's prompt."
-    )
-    cautions_shown = Int(
-        1, min=0, config=True, help="Cautions (verified wrong answers) recalled into a prompt."
-    )
-    example_min_coverage = Float(
-        0.5,
-        min=0.0,
-        max=1.0,
-        config=True,
-        help="Share of a task's term weight (BM25 IDF) an example's task must match to be "
-        "recalled for it.",
-    )
-    max_example_chars = Int(
-        1500, config=True, help="Longest code a learned worked example may have."
-    )
-    auto_refine_every = Int(
-        0, config=True, help="Refine automatically after this many model turns (0 = never)."
-    )
-    auto_refine_after_failure = Bool(
-        False, config=True, help="Refine automatically after a session fails."
-    )
-    refine_cooldown = Float(600.0, config=True, help="Seconds between two automatic refinements.")
-    refine_model = Unicode(
-        "", config=True, help="Model for refinement (default: the daemon's default model)."
-    )
-    evidence_sessions = Int(8, config=True, help="Recent sessions a refinement reads as evidence.")
-    refine_timeout = Float(
-        120.0,
-        config=True,
-        help="Seconds a refinement's model call may take; then it is stopped and the "
-        "refinement fails, changing nothing (0: c.ModelRouter.model_timeout only).",
-    )
-    refine_reply_tokens = Int(1200, config=True, help="Most tokens a refinement's reply may have.")
-    refine_prompt_tokens = Int(
-        4000,
-        config=True,
-        help="Most tokens of a refinement's prompt (also bounded by the model's window): the "
-        "evidence of the sessions furthest down the list is left out first. On a CPU every "
-        "prompt token is read before the reply starts.",
     )
 
     @default("global_dir")
@@ -520,10 +471,13 @@ class Harness(LoggingConfigurable):
             for entry_id, _, outcome, terms in store.indexed_examples()
         ]
 
-    def recall(self, task: str) -> builtins.list[examples.Example]:
-        """The worked examples (`examples_shown`) and cautions (`cautions_shown`) for a task,
-        the most relevant first; a project example hides a global one of the same id."""
-        want = {"right": self.examples_shown, "wrong": self.cautions_shown}
+    def recall(
+        self, task: str, *, right: int, wrong: int, min_coverage: float
+    ) -> builtins.list[examples.Example]:
+        """At most `right` worked examples and `wrong` cautions (verified wrong answers) for a
+        task, each matching at least `min_coverage` of its term weight, the most relevant first;
+        a project example hides a global one of the same id."""
+        want = {"right": right, "wrong": wrong}
         if not task or not any(want.values()):
             return []
         docs: dict[str, examples.Indexed] = {}
@@ -531,9 +485,7 @@ class Harness(LoggingConfigurable):
             for doc in self._index(scope):
                 docs.setdefault(doc.id, doc)
         out = []
-        for score, doc in examples.rank(
-            task, docs.values(), min_coverage=self.example_min_coverage
-        ):
+        for score, doc in examples.rank(task, docs.values(), min_coverage=min_coverage):
             if want.get(doc.outcome, 0) <= 0:
                 continue
             try:

@@ -426,7 +426,7 @@ def distill(
     if len(code) > max_chars:
         raise NotLearned(
             f"the code that answered is {len(code)} characters, more than a worked example may "
-            f"have ({max_chars}: c.Harness.max_example_chars)"
+            f"have ({max_chars}: c.Learner.max_example_chars)"
         )
     outcome = "right" if correct else "wrong"
     metadata: dict[str, Any] = {

@@ -3,7 +3,7 @@ kernels under /api/prime/kernel/harness (their session's token).
 
 Both share the request parsing. A person's change is made at once, by "user" (or, from a
 notebook's kernel, by the notebook's session). An agent's change from its kernel is a proposal
-under the review policy (`harness.refine.propose`), authored by the calling session (resolved
+under the review policy (`harness.proposals.propose`), authored by the calling session (resolved
 from its token, never from the body): under `review` it waits for a person (202, with the
 proposal's id) and reaches no session before; under `auto` it is made at once (201 / 200, the
 entry). Paths a request names (import, export) must lie under the server root, outside the
@@ -18,7 +18,7 @@ from typing import Any
 
 from ..export import target_parts, under_root
 from ..harness import entries as E
-from ..harness import interop, refine
+from ..harness import interop, proposals
 from ..harness.harness import Harness
 from ..protocol.errors import PrimeError
 from ..protocol.harness import ALIASES
@@ -190,7 +190,7 @@ class RefinementsHandler(HarnessHandler):
 
 class RefinementHandler(HarnessHandler):
     async def get(self, refinement_id: str) -> None:
-        self.write_json(refine.get_refinement(self.harness, refinement_id))
+        self.write_json(proposals.get_refinement(self.harness, refinement_id))
 
 
 def edit_indices(body: dict[str, Any]) -> list[int] | None:
@@ -206,11 +206,11 @@ class ReviewHandler(HarnessHandler):
     async def post(self, refinement_id: str, action: str) -> None:
         body = self.body()
         if action == "approve":
-            out = refine.apply_edits(self.harness, refinement_id, edit_indices(body))
+            out = proposals.apply_edits(self.harness, refinement_id, edit_indices(body))
         elif action == "reject":
-            out = refine.reject_edits(self.harness, refinement_id, edit_indices(body))
+            out = proposals.reject_edits(self.harness, refinement_id, edit_indices(body))
         else:
-            out = refine.rollback_refinement(self.harness, refinement_id)
+            out = proposals.rollback_refinement(self.harness, refinement_id)
         self.write_json(out)
 
 
@@ -282,7 +282,7 @@ def kernel_write(
             del edit["base_version"]
     edit["reason"] = body.get("reason") or f"written by session {caller.id}"
     edit["evidence"] = body.get("evidence") or [{"session_id": caller.id}]
-    record = refine.propose(
+    record = proposals.propose(
         daemon.harness,
         [edit],
         author=caller.id,

@@ -35,6 +35,11 @@ def output_text(output: dict[str, Any], *, brief_errors: bool = False) -> str:
     return f"{DISPLAY_DATA}{kinds}]\n"
 
 
+def clip(text: str, n: int) -> str:
+    """`text`'s first `n` characters, with an ellipsis where it was cut."""
+    return text if len(text) <= n else text[:n] + "…"
+
+
 def cap(text: str, limit: int) -> tuple[str, str | None]:
     """Keep the head and tail of `text` within `limit` characters; say what was cut."""
     if limit <= 0 or len(text) <= limit:

@@ -1,6 +1,6 @@
-"""`--config` pairs as server arguments: a setting that moved off the Daemon goes under its new
-name, so that a person's `--config Daemon.pool_size=0` still wins over `run`'s own
-`--KernelCustody.pool_size=1` default (no process started)."""
+"""`--config` pairs as server arguments: a setting that moved off the Daemon (or the Harness)
+goes under its new name, so that a person's `--config Daemon.pool_size=0` still wins over
+`run`'s own `--KernelCustody.pool_size=1` default (no process started)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,12 @@ def test_moved_settings_are_passed_under_their_new_names() -> None:
         "--KernelCustody.pool_size=0",
         "--Daemon.max_concurrent=2",
         "--Admission.max_depth=1",
+    ]
+    harness = ["Harness.refine_model=scripted/x", "Harness.learn=False", "Harness.global_dir=/g"]
+    assert config_argv(harness) == [
+        "--Refiner.refine_model=scripted/x",
+        "--Learner.learn=False",
+        "--Harness.global_dir=/g",
     ]
     with pytest.raises(CLIError, match=r"wants Class\.trait=VALUE"):
         config_argv(["pool_size=0"])
@@ -34,3 +40,15 @@ def test_settings_are_checked_where_they_live_under_either_name() -> None:
         check_daemon_settings(["Recovery.auto_resume=maybe"])
     with pytest.raises(CLIError, match=r"--config Daemon\.model_timeout wants a float"):
         check_daemon_settings(["Daemon.model_timeout=soon"])
+
+
+def test_the_harness_refiner_and_learner_settings_are_checked() -> None:
+    check_daemon_settings(
+        ["Harness.review_policy=auto", "Harness.refine_timeout=30", "Learner.examples_shown=2"]
+    )
+    with pytest.raises(CLIError, match=r"--config Harness\.review_policy wants any of"):
+        check_daemon_settings(["Harness.review_policy=sometimes"])
+    with pytest.raises(CLIError, match=r"--config Harness\.learn wants a boolean"):
+        check_daemon_settings(["Harness.learn=perhaps"])
+    with pytest.raises(CLIError, match="the Refiner has no setting 'refine_models'"):
+        check_daemon_settings(["Refiner.refine_models=x"])

@@ -19,6 +19,7 @@ HEAVY = (
     "jupyter_client",
     "prime_kernel.daemon.daemon",
     "prime_kernel.harness.refine",
+    "prime_kernel.harness.reply",
     "rfc3987_syntax",
     "jsonschema",
 )

@@ -96,6 +96,40 @@ def test_the_router_passivation_and_recovery_read_their_own_settings(
     assert "deprecated" not in caplog.text
 
 
+def test_the_harness_moved_settings_reach_the_refiner_and_the_learner(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = Config(
+        {
+            "Harness": {
+                "refine_model": "scripted/old",
+                "refine_timeout": 5.0,
+                "learn": False,
+                "examples_shown": 3,
+                "review_policy": "auto",
+            },
+            "Refiner": {"refine_timeout": 9.0},
+        }
+    )
+    with caplog.at_level(logging.WARNING):
+        daemon = Daemon(root_dir=str(tmp_path), config=old)
+    assert daemon.refiner.refine_model == "scripted/old" and daemon.refiner.refine_timeout == 9.0
+    assert not daemon.learner.learn and daemon.learner.examples_shown == 3
+    assert daemon.harness.review_policy == "auto"  # not moved: the harness's own
+    assert "c.Harness.refine_model is deprecated: use c.Refiner.refine_model" in caplog.text
+    assert "c.Harness.learn is deprecated: use c.Learner.learn" in caplog.text
+    assert "c.Harness.refine_timeout is deprecated and ignored" in caplog.text
+    assert "review_policy" not in caplog.text
+    assert old["Harness"]["learn"] is False  # the given config is read, not changed
+
+
+def test_a_parent_relocates_from_the_config_only() -> None:
+    kwargs: dict[str, object] = {"config": Config({"Old": {"size": 5}}), "size": 3}
+    notes = relocate("Old", {"size": "New"}, kwargs, arguments=False)
+    assert kwargs["size"] == 3  # the parent's own argument, not the old class's
+    assert kwargs["config"] == Config({"Old": {}, "New": {"size": 5}}) and len(notes) == 1
+
+
 def test_every_daemon_class_has_at_most_twelve_settings() -> None:
     from prime_kernel.daemon.daemon import SERVICES
 

@@ -123,6 +123,11 @@ def harness(tmp_path: Path):
     h.close()
 
 
+def recall(h: Harness, task: str, right: int = 1, wrong: int = 1) -> list[examples.Example]:
+    """What recall gives a session's prompt with the Learner's default settings."""
+    return h.recall(task, right=right, wrong=wrong, min_coverage=0.5)
+
+
 def example(h: Harness, entry_id: str, task: str, body: str, outcome: str = "right") -> None:
     h.create(
         "example",
@@ -143,27 +148,27 @@ def test_recall_ranks_by_bm25_and_needs_coverage(harness: Harness):
         "c",
         "wrong",
     )
-    got = harness.recall("How many days are there between 2022-05-10 and 2022-09-02?")
+    got = recall(harness, "How many days are there between 2022-05-10 and 2022-09-02?")
     assert [(e.id, e.outcome) for e in got] == [("days", "right"), ("days-wrong", "wrong")]
     assert got[0].code == "a" and got[0].score > 0
     # Nothing like it: nothing recalled (not the least unlike).
-    assert harness.recall("Sort [3, 1, 2] in decreasing order.") == []
-    harness.examples_shown = harness.cautions_shown = 0
-    assert harness.recall("How many days are there between 2022-05-10 and 2022-09-02?") == []
+    assert recall(harness, "Sort [3, 1, 2] in decreasing order.") == []
+    none = recall(harness, "How many days are there between 2022-05-10 and 2022-09-02?", 0, 0)
+    assert none == []
 
 
 def test_recall_follows_edits_by_hand_and_rollback(harness: Harness):
     example(harness, "days", "How many days are there between two dates?", "a")
     task = "How many days are between these two dates?"
-    assert [e.code for e in harness.recall(task)] == ["a"]
+    assert [e.code for e in recall(harness, task)] == ["a"]
     path = harness.files.location("project", "example", "days")
     path.write_text(path.read_text().replace("two dates", "two weeks").replace("\na\n", "\nb\n"))
     harness.list()  # what every session start does: notices the hand edit
-    assert [e.code for e in harness.recall("How many days are there between two weeks?")] == ["b"]
+    assert [e.code for e in recall(harness, "How many days are there between two weeks?")] == ["b"]
     harness.rollback("example", "days", 1)
-    assert [e.code for e in harness.recall(task)] == ["a"]
+    assert [e.code for e in recall(harness, task)] == ["a"]
     harness.delete("example", "days")
-    assert harness.recall(task) == []
+    assert recall(harness, task) == []
 
 
 def test_an_index_from_before_is_rebuilt(harness: Harness, tmp_path: Path):
@@ -171,7 +176,7 @@ def test_an_index_from_before_is_rebuilt(harness: Harness, tmp_path: Path):
     harness.versions().index_example("days", 1, None, [])  # as if indexed by nothing
     fresh = Harness(project_dir=str(tmp_path / "project"), global_dir=str(tmp_path / "global"))
     try:
-        assert [e.id for e in fresh.recall("days between two dates")] == ["days"]
+        assert [e.id for e in recall(fresh, "days between two dates")] == ["days"]
     finally:
         fresh.close()
 
@@ -183,4 +188,4 @@ def test_a_broken_example_is_refused_and_not_recalled(harness: Harness):
     path = harness.files.location("project", "example", "days")
     path.write_text(path.read_text().replace("outcome: right", "outcome: maybe"))
     harness.list()
-    assert harness.recall("days between two dates") == []
+    assert recall(harness, "days between two dates") == []

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from prime_kernel.daemon.daemon import Daemon
-from prime_kernel.harness import refine
+from prime_kernel.harness import proposals
 from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import events, fetch_error, get_session, grant_capability, wait_for
 
@@ -57,7 +57,7 @@ async def test_a_verified_session_teaches_a_similar_one_until_rolled_back(
     assert await first_prompt() == before
 
     rid = learned["refinement_id"]
-    proposal = refine.get_refinement(daemon.harness, rid)
+    proposal = proposals.get_refinement(daemon.harness, rid)
     assert proposal["author"] == "learning" and proposal["evidence"] == [sid]
     assert proposal["trigger"] == f"session {sid} verified right by user"
     await jp_fetch(
@@ -126,7 +126,7 @@ async def test_a_second_verdict_withdraws_what_the_first_taught(daemon: Daemon, 
     ids = [e.id for e in daemon.harness.list("example")[0]]
     assert ids == [f"{entry}-wrong"]  # the worked example was rolled back
     assert (
-        refine.get_refinement(daemon.harness, right["learned"]["refinement_id"])["status"]
+        proposals.get_refinement(daemon.harness, right["learned"]["refinement_id"])["status"]
         == "rolled_back"
     )
     caution = daemon.harness.get("example", f"{entry}-wrong")

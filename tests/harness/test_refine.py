@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 
 from prime_kernel.daemon.daemon import Daemon
-from prime_kernel.harness import refine
+from prime_kernel.harness import proposals, refine
+from prime_kernel.harness import reply as replies
 from prime_kernel.models import local
 from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import post_message, wait_for
@@ -62,7 +63,7 @@ async def test_review_hold_approve_and_rollback(daemon: Daemon, script, jp_fetch
     before = tree(root)
 
     seen: list[list[dict[str, Any]]] = []
-    h.refine_model = script(
+    daemon.refiner.refine_model = script(
         [
             capture(
                 seen,
@@ -150,7 +151,7 @@ async def test_auto_policy_applies_at_once_but_holds_flagged_and_refuses_limits(
     h = daemon.harness
     h.review_policy = "auto"
     h.create("subagent", "worker", title="Does work", content="Work.", metadata={"max_turns": 4})
-    h.refine_model = script(
+    daemon.refiner.refine_model = script(
         [
             reply(
                 {
@@ -215,20 +216,22 @@ async def test_invalid_reply_changes_nothing_and_is_reported(daemon: Daemon, scr
     h = daemon.harness
     root = h.files.root("project")
     before = tree(root)
-    h.refine_model = script([{"text": json.dumps({"summary": "x", "edits": [{"op": "rename"}]})}])
+    daemon.refiner.refine_model = script(
+        [{"text": json.dumps({"summary": "x", "edits": [{"op": "rename"}]})}]
+    )
     resp = await jp_fetch("api", "prime", "harness", "refine", method="POST", body="{}")
     record = json.loads(resp.body)
     assert record["status"] == "invalid"
     assert "does not match the schema" in record["error"]
     assert tree(root) == before
-    h.refine_model = script([{"text": "I think you should add a note."}])
+    daemon.refiner.refine_model = script([{"text": "I think you should add a note."}])
     record = await daemon.refiner.refine()
     assert record["status"] == "invalid" and "not JSON" in record["error"]
 
 
 async def test_refine_from_the_repl_is_authored_by_the_session(daemon: Daemon, script):
     daemon.harness.review_policy = "auto"
-    daemon.harness.refine_model = script(
+    daemon.refiner.refine_model = script(
         [
             reply(
                 {
@@ -247,7 +250,7 @@ async def test_refine_from_the_repl_is_authored_by_the_session(daemon: Daemon, s
     rec = await daemon.create_session(SessionRequest("improve", model=agent))
     done = await daemon.runs.wait(rec["id"], 60)
     rid = done["answer_repr"].strip("'")
-    record = refine.get_refinement(daemon.harness, rid)
+    record = proposals.get_refinement(daemon.harness, rid)
     assert record["author"] == rec["id"] and record["status"] == "applied"
     assert record["instructions"] == "remember things"
     # The refinement's model call is accounted to the session that asked for it.
@@ -262,7 +265,7 @@ def test_refine_command_parsing():
 
 
 async def test_refine_sent_as_a_message_to_an_agent(daemon: Daemon, script, jp_fetch):
-    daemon.harness.refine_model = script(
+    daemon.refiner.refine_model = script(
         [
             reply(
                 {
@@ -286,9 +289,9 @@ async def test_refine_sent_as_a_message_to_an_agent(daemon: Daemon, script, jp_f
 
 async def test_automatic_refinement_after_a_failure_respects_the_cool_down(daemon: Daemon, script):
     h = daemon.harness
-    h.auto_refine_after_failure = True
-    h.refine_cooldown = 3600
-    h.refine_model = script([reply()])
+    daemon.refiner.auto_refine_after_failure = True
+    daemon.refiner.refine_cooldown = 3600
+    daemon.refiner.refine_model = script([reply()])
     sid = await failed_session(daemon, script)
     await wait_for(lambda: bool(h.versions().refinements()))
     record = h.versions().refinements()[0]
@@ -319,14 +322,14 @@ def test_every_string_and_array_of_the_reply_is_bounded():
                     unbounded.append(path + ".*")
                 walk(extra, path + ".*")
 
-    walk(refine.REPLY_SCHEMA, "$")
+    walk(replies.REPLY_SCHEMA, "$")
     assert unbounded == []
     # Under a grammar the longest reply fits the reply's token budget: the grammar ends it.
     for tokens in (300, 1200, 8000):
-        tight = refine.response_format(tokens)["json_schema"]["schema"]
+        tight = replies.response_format(tokens)["json_schema"]["schema"]
         walk(tight, "$")
         assert unbounded == [] and "*" not in json.dumps(tight)
-        assert refine._longest(tight) <= tokens * refine.CHARS_PER_TOKEN or tokens == 300
+        assert replies._longest(tight) <= tokens * replies.CHARS_PER_TOKEN or tokens == 300
         most = {
             "summary": "s" * tight["properties"]["summary"]["maxLength"],
             "rationale": "",
@@ -344,7 +347,7 @@ def test_every_string_and_array_of_the_reply_is_bounded():
             * tight["properties"]["edits"]["maxItems"],
         }
         jsonschema.validate(most, tight)
-        refine.parse_reply(json.dumps(most))  # what the grammar allows, the validator takes
+        replies.parse_reply(json.dumps(most))  # what the grammar allows, the validator takes
         # An edit without a title is not in the grammar: a skill would be refused for it.
         del most["edits"][0]["title"]
         with pytest.raises(jsonschema.ValidationError):
@@ -357,8 +360,8 @@ async def test_a_slow_refinement_shows_progress_and_stops_at_its_time_limit(
     h = daemon.harness
     root = h.files.root("project")
     before = tree(root)
-    h.refine_timeout = 1.5
-    h.refine_model = script(
+    daemon.refiner.refine_timeout = 1.5
+    daemon.refiner.refine_model = script(
         [
             {
                 "sleep": 30,
@@ -374,7 +377,7 @@ async def test_a_slow_refinement_shows_progress_and_stops_at_its_time_limit(
 
     await wait_for(running, timeout=10)
     [progress] = await running()
-    assert progress["model"] == h.refine_model and progress["phase"] == "reading"
+    assert progress["model"] == daemon.refiner.refine_model and progress["phase"] == "reading"
     record = await request
     assert record["status"] == "failed" and "within 1.5 s" in record["error"]
     assert "refine_timeout" in record["error"]
@@ -386,8 +389,7 @@ async def test_the_reply_is_streamed_and_constrained_where_the_backend_can(daemo
     router = daemon.router
     assert router.supports_response_schema("local/smollm2")
     assert not router.supports_response_schema("scripted/echo")
-    h = daemon.harness
-    h.refine_model = script([reply()])
+    daemon.refiner.refine_model = script([reply()])
     seen: list[dict[str, Any]] = []
     record = await daemon.refiner.refine(on_progress=lambda p: seen.append(dict(p)))
     assert record["status"] == "empty"
@@ -400,7 +402,7 @@ async def test_the_reply_is_streamed_and_constrained_where_the_backend_can(daemo
 def test_the_embedded_model_replies_with_valid_json(tmp_path: Path):
     """Constrained decoding (llama.cpp's json_schema) makes even SmolLM2-135M's reply parse."""
     daemon = Daemon(root_dir=str(tmp_path))
-    daemon.harness.refine_model = local.MODEL
+    daemon.refiner.refine_model = local.MODEL
     try:
         daemon.open()
         record = asyncio.run(daemon.refiner.refine(instructions="Keep answers short."))
@@ -408,7 +410,7 @@ def test_the_embedded_model_replies_with_valid_json(tmp_path: Path):
         daemon.harness.close()
         asyncio.run(daemon.store.close())
     assert record["status"] not in ("invalid", "failed"), record.get("error")
-    assert refine.parse_reply(record["reply"])["summary"]
+    assert replies.parse_reply(record["reply"])["summary"]
 
 
 async def test_the_prompt_leaves_the_reply_room_in_the_models_window(daemon: Daemon, script):
@@ -428,7 +430,7 @@ async def test_the_prompt_leaves_the_reply_room_in_the_models_window(daemon: Dae
         seen.append(messages)
         return reply()
 
-    daemon.harness.refine_model = scripted.register_script(
+    daemon.refiner.refine_model = scripted.register_script(
         "small_window", [play], context_window=3000
     )
     record = await daemon.refiner.refine(session_ids=sids)

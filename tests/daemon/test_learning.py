@@ -1,0 +1,99 @@
+"""The Learner over fakes (no server, no kernel, no model) and a harness in a temporary folder:
+it reads its own settings (`c.Learner.*`): whether a verdict teaches, how long a worked
+example's code may be, how many examples a prompt recalls and how alike they must be."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from traitlets.config import Config
+
+from prime_kernel.daemon.learning import Learner
+from prime_kernel.daemon.registry import SessionRegistry
+from prime_kernel.harness.harness import Harness
+from prime_kernel.protocol.events import EventKind
+from prime_kernel.protocol.states import SessionState
+from tests.daemon.conftest import agent_record
+
+TASK = "What is the sum of the squares of 1 to 100?"
+CELLS = [
+    {
+        "code": "total = sum(i * i for i in range(1, 101))\nprint(total)",
+        "status": "ok",
+        "outputs": [{"output_type": "stream", "text": "338350\n"}],
+    },
+    {"code": "answer(total)", "status": "ok", "outputs": []},
+]
+
+
+class FakeStore:
+    async def events(self, session_id: str, *, kinds: list[str]) -> list[dict[str, Any]]:
+        return [{"kind": "cell", "data": cell} for cell in CELLS]
+
+
+class FakeEvents:
+    def __init__(self) -> None:
+        self.kinds: list[EventKind] = []
+
+    def emit(self, record: Any, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
+        self.kinds.append(kind)
+        return data
+
+
+@pytest.fixture
+def harness(tmp_path: Path):
+    h = Harness(project_dir=str(tmp_path / "project"), global_dir=str(tmp_path / "global"))
+    h.review_policy = "auto"
+    yield h
+    h.close()
+
+
+def learner(harness: Harness, **settings: Any) -> Learner:
+    """A Learner over one DONE session `s` that answered TASK, with `c.Learner.<settings>`."""
+    registry = SessionRegistry()
+    done = agent_record("s", prompt=TASK, state=SessionState.DONE, answer_repr="338350")
+    registry.add(done, lambda sid, fields: None)
+    return Learner(
+        registry=registry,
+        store=FakeStore(),  # type: ignore[arg-type]
+        events=FakeEvents(),  # type: ignore[arg-type]
+        harness=harness,
+        max_turns=lambda: 20,
+        scrub=lambda value: value,
+        spawn=lambda coro, name: None,
+        config=Config({"Learner": settings}),
+    )
+
+
+def test_a_verdict_teaches_unless_learning_is_off(harness: Harness) -> None:
+    off = learner(harness, learn=False)
+    verification = asyncio.run(off.verify("s", correct=True))
+    assert verification["correct"] and "learned" not in verification
+    assert harness.list("example")[0] == [] and off.events.kinds == [EventKind.VERIFIED]  # type: ignore[attr-defined]
+
+    on = learner(harness)
+    learned = asyncio.run(on.verify("s", correct=True))["learned"]
+    assert learned["status"] == "applied" and learned["entry"].startswith("example/")
+
+
+def test_code_longer_than_the_learners_limit_is_not_learned(harness: Harness) -> None:
+    short = learner(harness, max_example_chars=20)
+    verification = asyncio.run(short.verify("s", correct=True))
+    assert "c.Learner.max_example_chars" in verification["refused"]
+    assert harness.list("example")[0] == []
+
+
+def test_recall_shows_as_many_examples_as_the_learner_says_if_they_cover_enough(
+    harness: Harness,
+) -> None:
+    asyncio.run(learner(harness).verify("s", correct=True))
+    alike = agent_record("t", prompt="What is the sum of the squares of 1 to 50?")
+    assert [e.outcome for e in learner(harness).recall(alike)] == ["right"]
+    assert learner(harness, examples_shown=0).recall(alike) == []
+    # Two of its four terms are not the example's, and they weigh more: a sixth is covered.
+    loose = agent_record("u", prompt="What is the sum of the squares of odd numbers to 50?")
+    assert learner(harness).recall(loose) == []
+    assert len(learner(harness, example_min_coverage=0.1).recall(loose)) == 1
