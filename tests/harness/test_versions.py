@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from prime_kernel.harness import refine
+from prime_kernel.harness import proposals
 from prime_kernel.harness.files import digest
 from prime_kernel.harness.harness import Harness
 
@@ -122,9 +122,9 @@ def test_an_old_store_is_migrated_on_first_open(tmp_path: Path) -> None:
     assert "+Review it twice." in h.diff("subagent", "reviewer", 1)
 
     # The pending edit of the proposal names the new kind, and applies as one.
-    record = refine.get_refinement(h, "r-old")
+    record = proposals.get_refinement(h, "r-old")
     assert record["edits"][0]["kind"] == "subagent"
-    record = refine.apply_edits(h, "r-old")
+    record = proposals.apply_edits(h, "r-old")
     assert record["edits"][0]["status"] == "applied"
     assert (project / "subagents" / "critic.md").is_file()
     h.close()
