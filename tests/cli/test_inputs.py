@@ -34,3 +34,19 @@ def test_settings_are_checked_where_they_live_under_either_name() -> None:
         check_daemon_settings(["Recovery.auto_resume=maybe"])
     with pytest.raises(CLIError, match=r"--config Daemon\.model_timeout wants a float"):
         check_daemon_settings(["Daemon.model_timeout=soon"])
+
+
+def test_the_sandboxs_settings_are_checked_and_passed_where_they_live() -> None:
+    argv = config_argv(["Sandbox.memory_limit=5", "Sandbox.mode=none", "SandboxMounts.tmp_size=9"])
+    assert argv == [
+        "--KernelLimits.memory_limit=5",
+        "--Sandbox.mode=none",
+        "--SandboxMounts.tmp_size=9",
+    ]
+    check_daemon_settings(["Sandbox.tmp_size=4096", "KernelLimits.process_limit=8"])
+    with pytest.raises(CLIError, match=r"--config Sandbox\.process_limit wants an int"):
+        check_daemon_settings(["Sandbox.process_limit=many"])
+    with pytest.raises(CLIError, match=r"--config Sandbox\.mode wants any of"):
+        check_daemon_settings(["Sandbox.mode=docker"])
+    with pytest.raises(CLIError, match="the KernelLimits has no setting 'tmp_size'"):
+        check_daemon_settings(["KernelLimits.tmp_size=1"])
