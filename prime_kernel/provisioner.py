@@ -12,7 +12,7 @@ in this process (the jupyter_server extension or `prime-agent`):
 - for agent kernels (those the daemon starts, see `agent_kernels()`): leaves provider keys out
   of the environment, asks for resource limits, gives the kernel /dev/null for stdin and a log
   of its own for stdout and stderr (daemon/kernel_logs.py) and nothing else, and, where it
-  works, wraps the kernel in the bubblewrap sandbox (prime_kernel/daemon/sandbox.py) — as a
+  works, wraps the kernel in the bubblewrap sandbox (prime_kernel/daemon/sandbox/) — as a
   host uid of its own when the server is root (daemon/agent_users.py);
 - and, when the daemon's launcher has a fork server, forks the agent kernel from a template
   instead of exec'ing its command (prime_kernel/daemon/forkserver.py): the same boot pipe, the
@@ -127,7 +127,7 @@ class PrimeProvisioner(LocalProvisioner):
             users = sandbox.users() if sandbox is not None else None
             if users is not None:  # once per folder: writable for the agents' group
                 assert sandbox is not None
-                for folder in [str(daemon.root_dir), *sandbox.writable_paths]:
+                for folder in [str(daemon.root_dir), *sandbox.mounts.writable_paths]:
                     await asyncio.to_thread(
                         users.share, os.path.expanduser(folder), [str(daemon.store_dir)]
                     )
@@ -173,7 +173,7 @@ class PrimeProvisioner(LocalProvisioner):
             return cmd, None
         probe = sandbox.probe()
         self._sandboxed = probe.mode == sandbox_mod.BWRAP
-        doc["limits"] = sandbox.limits(self._sandboxed)
+        doc["limits"] = sandbox.limits.rlimits(self._sandboxed)
         if not self._sandboxed:
             return cmd, None
         if probe.bwrap is None:
@@ -188,7 +188,7 @@ class PrimeProvisioner(LocalProvisioner):
         root = str(daemon.root_dir)
         cwd = str(kwargs.get("cwd") or root)
         own_dir = str(private.kernel_dir(self.kernel_id))
-        layout = sandbox.layout(
+        layout = sandbox.mounts.layout(
             root_dir=root,
             store_dir=str(daemon.store_dir),
             runtime_dirs=sorted(runtime),

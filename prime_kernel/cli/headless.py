@@ -156,11 +156,28 @@ def serve(
     finally:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
-            # jupyter_server's own shutdown (pytest-jupyter's too). Its public `stop()` runs
-            # it as a loop callback and would leave the loop running if a step failed.
-            app.io_loop.run_sync(app._cleanup)
+            app.io_loop.run_sync(lambda: shut_down(app))
         finally:
             signal.signal(signal.SIGINT, previous)
+
+
+async def shut_down(app: Any) -> None:
+    """jupyter_server's own shutdown, by its public steps: its server-info file removed (`run`
+    writes one for the CLI's client), the extensions stopped (the daemon: sessions left
+    resumable, records flushed), the kernels shut down, kernel websockets closed, the kernel
+    manager's ZMQ context destroyed, the session database and the listening socket closed.
+    `ServerApp.stop()` runs the same steps as a loop callback and would leave the loop running
+    if one failed; here a failure is raised."""
+    app.remove_server_info_file()
+    app.remove_browser_open_files()
+    await app.cleanup_extensions()
+    await app.cleanup_kernels()
+    close_all = getattr(app.kernel_websocket_connection_class, "close_all", None)
+    if close_all is not None:  # a connection class without one has nothing to close
+        await close_all()
+    app.kernel_manager.__del__()  # what garbage collection would do: its ZMQ context goes
+    app.session_manager.close()
+    app.http_server.stop()
 
 
 async def start_daemon(app: Any) -> Any:

@@ -125,20 +125,20 @@ def _csv_rows(text: str, name: str) -> list[dict[str, Any]]:
 _SETTING = re.compile(r"^([A-Za-z_]\w*)\.([A-Za-z_]\w*)=(.*)$", re.DOTALL)
 
 
-def _home(cls: str, name: str) -> str:
-    """The class a setting lives on now: a setting that moved off the Daemon or the Harness
-    (`Daemon.pool_size`, `Harness.refine_model`) is its new class's."""
-    from ..daemon.daemon import MOVED
-    from ..daemon.moved import HARNESS_MOVED
+def _moved() -> dict[str, dict[str, str]]:
+    """The settings that moved, by the class they moved off: {old class: {name: new class}}."""
+    from ..daemon import daemon, moved, sandbox
 
-    return {"Daemon": MOVED, "Harness": HARNESS_MOVED}.get(cls, {}).get(name, cls)
+    return {"Daemon": daemon.MOVED, "Harness": moved.HARNESS_MOVED, "Sandbox": sandbox.MOVED}
 
 
 def config_argv(pairs: list[str]) -> list[str]:
     """`--config Class.trait=VALUE` settings as server arguments (each one checked for form).
-    A setting that moved off the Daemon or the Harness is passed under its new name, so that it
-    still wins over `run`'s own defaults, which use the new names (a note would break the
-    one-line errors a `run` promises; the server warns about old names in config files)."""
+    A setting that moved off the Daemon, the Harness or the Sandbox is passed under its new
+    name, so that it still wins over `run`'s own defaults, which use the new names (a note would
+    break the one-line errors a `run` promises; the server warns about old names in config
+    files)."""
+    moved = _moved()
     argv = []
     for pair in pairs:
         m = _SETTING.match(pair)
@@ -147,23 +147,28 @@ def config_argv(pairs: list[str]) -> list[str]:
                 f"--config wants Class.trait=VALUE (e.g. KernelCustody.pool_size=0), not {pair!r}"
             )
         cls, name, value = m.groups()
-        argv.append(f"--{_home(cls, name)}.{name}={value}")
+        cls = moved.get(cls, {}).get(name, cls)
+        argv.append(f"--{cls}.{name}={value}")
     return argv
 
 
 def check_daemon_settings(pairs: list[str]) -> None:
-    """The settings among `pairs` of the Daemon and of the services it builds: the name exists
-    and the value parses, so a typo is one line, not a server's usage. A setting that moved
-    (`Daemon.pool_size`, `Harness.learn`) is checked where it lives now."""
+    """The settings among `pairs` of the Daemon and of the services it builds, and of the
+    sandbox: the name exists and the value parses, so a typo is one line, not a server's
+    usage. A setting that moved (`Daemon.pool_size`, `Harness.learn`, `Sandbox.memory_limit`)
+    is checked where it lives now."""
     from ..daemon.daemon import SERVICES
+    from ..daemon.sandbox import KernelLimits, Sandbox, SandboxMounts
 
-    classes = {cls.__name__: cls for cls in SERVICES}
+    checked: list[type[Configurable]] = [*SERVICES, Sandbox, SandboxMounts, KernelLimits]
+    classes = {cls.__name__: cls for cls in checked}
+    moved = _moved()
     for pair in pairs:
         m = _SETTING.match(pair)
         if m is None:
             continue
         given, name, value = m.groups()
-        cls = classes.get(_home(given, name))
+        cls = classes.get(moved.get(given, {}).get(name, given))
         if cls is not None:
             _check_setting(cls, given, name, value)
 

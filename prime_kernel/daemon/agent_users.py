@@ -97,7 +97,7 @@ class AgentUsers:
             os.chmod(path, 0o660)
 
     def share(self, root: str, skip: list[str]) -> None:
-        """Once per folder (the server root, c.Sandbox.writable_paths): an ACL giving the
+        """Once per folder (the server root, c.SandboxMounts.writable_paths): an ACL giving the
         agents' group read and write on every folder and file under `root` and on what is
         made there later (`skip`: folders left alone, the store)."""
         root = os.path.realpath(root)

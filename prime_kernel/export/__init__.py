@@ -13,7 +13,9 @@ from .files import (
     under_root,
     write,
 )
-from .notebook import RENDERERS, NotebookExporter, notebook_name
+from .markdown import notebook_name
+from .notebook import NotebookExporter
+from .story import RENDERERS
 
 __all__ = [
     "RENDERERS",

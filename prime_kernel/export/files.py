@@ -42,7 +42,8 @@ from ..util.beneath import (
     write_file_at,
 )
 from .contexts import ContextFile, context_file
-from .notebook import NotebookExporter, notebook_name
+from .markdown import notebook_name
+from .notebook import NotebookExporter
 
 _EXPORTED_SUFFIXES = (".ipynb", ".context.pkl", ".context.json")
 

@@ -3,9 +3,9 @@
 A pickle is a program: `pickle.loads` calls whatever callables the bytes name, so a child's
 answer could run a shell command in its parent. Values crossing between sessions (answers,
 contexts, the contexts an export writes beside its notebooks) are therefore loaded by an
-unpickler that resolves only the names below — plain data types of the standard library, numpy
-and pandas — and refuses anything else with a message that names what was refused and how to
-allow it.
+unpickler that resolves only the names pickle_names.py lists — plain data types of the
+standard library, numpy and pandas — and refuses anything else with a message that names what
+was refused and how to allow it.
 
 Plain data can still be a bomb: `bytearray(2**30)` is 30 bytes of pickle and a GiB of memory,
 and a list of a million references to one large string costs nothing to build and everything
@@ -28,156 +28,28 @@ import itertools
 import pickle
 import struct
 import sys
-import threading
 from collections.abc import Iterable
 from typing import IO, Any
+
+# `allow` and `allowed` live with the names; they are called here (`safe_pickle.allow`), as
+# the refusal message and the docs say.
+from .pickle_names import GETATTR, SIZED, STDLIB, allow, allowed, is_allowed
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "UnpicklingRefused",
+    "allow",
+    "allowed",
+    "load",
+    "loads",
+    "set_limits",
+]
 
 # What one load may build, in bytes, and how deeply nested (a kernel sets MAX_BYTES from
 # the daemon's max_blob_bytes through its boot document).
 MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 200
-
-_STDLIB: dict[str, tuple[str, ...]] = {
-    "builtins": (
-        "bool",
-        "bytearray",
-        "bytes",
-        "complex",
-        "dict",
-        "float",
-        "frozenset",
-        "int",
-        "list",
-        "range",
-        "set",
-        "slice",
-        "str",
-        "tuple",
-        "object",
-        "Ellipsis",
-        "NotImplemented",
-        # Exceptions are data too (a child may answer with one); constructing one runs
-        # nothing but its own initialiser.
-        "ArithmeticError",
-        "AssertionError",
-        "AttributeError",
-        "Exception",
-        "FileNotFoundError",
-        "IndexError",
-        "KeyError",
-        "LookupError",
-        "NotImplementedError",
-        "OSError",
-        "RuntimeError",
-        "StopIteration",
-        "TimeoutError",
-        "TypeError",
-        "ValueError",
-        "ZeroDivisionError",
-    ),
-    # protocol 0-2 pickles of bytes; any codec name only reaches the `encodings` package
-    "_codecs": ("encode",),
-    # protocol 0-1 pickles of objects without a reduce of their own (uuid.UUID): only
-    # allowed classes get made, as protocol 2's NEWOBJ does
-    "copyreg": ("_reconstructor",),
-    "collections": ("Counter", "OrderedDict", "defaultdict", "deque"),
-    "datetime": ("date", "datetime", "time", "timedelta", "timezone"),
-    "decimal": ("Decimal",),
-    "fractions": ("Fraction",),
-    "uuid": ("UUID", "SafeUUID"),
-    "zoneinfo": ("ZoneInfo",),
-}
-
-_NUMPY: dict[str, tuple[str, ...]] = {
-    "numpy": ("dtype", "ndarray", "bool_"),
-    "numpy._core.multiarray": ("_reconstruct", "scalar"),
-    "numpy.core.multiarray": ("_reconstruct", "scalar"),
-    "numpy._core.numeric": ("_frombuffer",),
-    "numpy.core.numeric": ("_frombuffer",),
-    "numpy.ma": ("MaskedArray",),
-    "numpy.ma.core": ("MaskedArray", "_mareconstruct"),
-    "numpy.dtypes": ("StringDType",),
-}
-
-_PANDAS: dict[str, tuple[str, ...]] = {
-    "pandas": (
-        "Categorical",
-        "CategoricalDtype",
-        "CategoricalIndex",
-        "DataFrame",
-        "DatetimeIndex",
-        "DatetimeTZDtype",
-        "Float64Dtype",
-        "Index",
-        "Int64Dtype",
-        "Interval",
-        "IntervalDtype",
-        "MultiIndex",
-        "NA",
-        "Period",
-        "PeriodDtype",
-        "RangeIndex",
-        "Series",
-        "SparseDtype",
-        "StringDtype",
-        "TimedeltaIndex",
-        "PeriodIndex",
-        "IntervalIndex",
-        "BooleanDtype",
-        "Int32Dtype",
-        "Float32Dtype",
-    ),
-    "pandas.arrays": (
-        "BooleanArray",
-        "DatetimeArray",
-        "FloatingArray",
-        "IntegerArray",
-        "IntervalArray",
-        "PeriodArray",
-        "SparseArray",
-        "StringArray",
-        "TimedeltaArray",
-    ),
-    "pandas._libs.arrays": ("__pyx_unpickle_NDArrayBacked",),
-    "pandas._libs.internals": ("_unpickle_block",),
-    "pandas._libs.interval": ("__pyx_unpickle_IntervalMixin",),
-    "pandas._libs.sparse": ("IntIndex", "BlockIndex"),
-    "pandas._libs.tslibs.nattype": ("_nat_unpickle",),
-    "pandas._libs.tslibs.timedeltas": ("_timedelta_unpickle",),
-    "pandas._libs.tslibs.timestamps": ("_unpickle_timestamp",),
-    "pandas._libs.tslibs.offsets": (
-        "Day",
-        "Hour",
-        "Minute",
-        "Second",
-        "Milli",
-        "Micro",
-        "Nano",
-        "Week",
-        "MonthEnd",
-        "MonthBegin",
-        "QuarterEnd",
-        "QuarterBegin",
-        "YearEnd",
-        "YearBegin",
-        "BusinessDay",
-    ),
-    "pandas.core.indexes.base": ("_new_Index",),
-    "pandas.core.indexes.datetimes": ("_new_DatetimeIndex",),
-    "pandas.core.internals.managers": ("BlockManager", "SingleBlockManager"),
-}
-
-# Pickles call `getattr(cls, name)` for a few classes (ZoneInfo unpickles through
-# `ZoneInfo._unpickle`); `getattr` itself would reach any method, so only these pairs.
-_GETATTR = {("zoneinfo", "ZoneInfo", "_unpickle")}
-
-_lock = threading.Lock()
-_allowed: set[tuple[str, str]] = {
-    (module, name)
-    for table in (_STDLIB, _NUMPY, _PANDAS)
-    for module, names in table.items()
-    for name in names
-}
 
 
 class UnpicklingRefused(pickle.UnpicklingError):
@@ -187,22 +59,6 @@ class UnpicklingRefused(pickle.UnpicklingError):
     def __init__(self, message: str, name: str) -> None:
         super().__init__(message)
         self.name = name
-
-
-def allow(*names: str) -> None:
-    """Allow more classes or functions everywhere in this process, as 'module.Name' (or
-    'module:Name'). Everything allowed can be called with arguments the pickle chooses."""
-    with _lock:
-        for full in names:
-            module, _, name = full.replace(":", ".").rpartition(".")
-            if not module or not name:
-                raise ValueError(f"give 'module.Name', not {full!r}")
-            _allowed.add((module, name))
-
-
-def allowed() -> frozenset[tuple[str, str]]:
-    with _lock:
-        return frozenset(_allowed)
 
 
 def set_limits(*, max_bytes: int | None = None, max_depth: int | None = None) -> None:
@@ -267,17 +123,6 @@ def _sizes(args: Iterable[Any], counted: bool) -> int:
     return total
 
 
-# Constructors whose integer arguments are sizes of what they allocate.
-_SIZED = frozenset(
-    {
-        ("builtins", "bytes"),
-        ("builtins", "bytearray"),
-        ("numpy", "ndarray"),
-        ("numpy._core.multiarray", "_reconstruct"),
-        ("numpy.core.multiarray", "_reconstruct"),
-        ("numpy.ma.core", "_mareconstruct"),
-    }
-)
 _CONTAINERS = (list, tuple, dict, set, frozenset)
 _ZEROS = itertools.repeat(0)
 
@@ -300,7 +145,7 @@ class _Restricted(_PyUnpickler):
         # Nesting depth of the containers built so far, by id (1: holds no container).
         self._depths: dict[int, int] = {}
         self._revisited = False
-        self._sized: set[int] = set()  # ids of the callables in _SIZED this pickle resolved
+        self._sized: set[int] = set()  # ids of the callables in SIZED this pickle resolved
 
     # -- what may be named ----------------------------------------------------------------
     def find_class(self, module: str, name: str) -> Any:
@@ -314,9 +159,7 @@ class _Restricted(_PyUnpickler):
             return _getattr
         if module == "copyreg" and name == "_reconstructor":
             return self._reconstructor
-        with _lock:
-            ok = (module, name) in _allowed
-        if not ok:
+        if not is_allowed(module, name):
             full = f"{module}.{name}"
             hint = self._hint or "Load it with trusted=True if you trust its sender"
             raise UnpicklingRefused(
@@ -329,7 +172,7 @@ class _Restricted(_PyUnpickler):
             )
         __import__(module)
         found = getattr(sys.modules[module], name)
-        if (module, name) in _SIZED:
+        if (module, name) in SIZED:
             self._sized.add(id(found))
         return found
 
@@ -584,7 +427,7 @@ def _size(value: Any) -> int:
     `nbytes` or `__sizeof__`: it is made empty and given its state afterwards (BUILD), and
     before that it reads uninitialised memory; its arrays are counted as they are made."""
     kind = type(value)
-    if kind.__module__ in _STDLIB or isinstance(value, (str, bytes, bytearray)):
+    if kind.__module__ in STDLIB or isinstance(value, (str, bytes, bytearray)):
         return sys.getsizeof(value)
     if kind.__module__.partition(".")[0] == "numpy":
         nbytes = getattr(value, "nbytes", None)
@@ -603,7 +446,7 @@ def _children(node: Any) -> Iterable[Any]:
 
 def _getattr(obj: Any, name: str) -> Any:
     owner = (getattr(obj, "__module__", ""), getattr(obj, "__qualname__", ""), name)
-    if isinstance(obj, type) and owner in _GETATTR:
+    if isinstance(obj, type) and owner in GETATTR:
         return getattr(obj, name)
     raise UnpicklingRefused(
         f"refused to unpickle: it asks for the attribute {name!r} of {obj!r}", "getattr"

@@ -3,7 +3,7 @@
 A session's trajectory is an ordered list of events `{seq, session_id, ts, kind, data}` kept in
 the store; each is also pushed to listeners (the server's event bus, the CLI's progress view).
 Adding a kind is adding an entry to `EVENTS` and a renderer in each view's registry (text in
-`prime_kernel.cli.render`, notebook cells in `prime_kernel.export.notebook`, DOM in the lab
+`prime_kernel.cli.render`, notebook cells in `prime_kernel.export.story`, DOM in the lab
 extension's `renderers.ts`); tests fail while a view lacks one.
 """
 

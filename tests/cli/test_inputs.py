@@ -52,3 +52,19 @@ def test_the_harness_refiner_and_learner_settings_are_checked() -> None:
         check_daemon_settings(["Harness.learn=perhaps"])
     with pytest.raises(CLIError, match="the Refiner has no setting 'refine_models'"):
         check_daemon_settings(["Refiner.refine_models=x"])
+
+
+def test_the_sandboxs_settings_are_checked_and_passed_where_they_live() -> None:
+    argv = config_argv(["Sandbox.memory_limit=5", "Sandbox.mode=none", "SandboxMounts.tmp_size=9"])
+    assert argv == [
+        "--KernelLimits.memory_limit=5",
+        "--Sandbox.mode=none",
+        "--SandboxMounts.tmp_size=9",
+    ]
+    check_daemon_settings(["Sandbox.tmp_size=4096", "KernelLimits.process_limit=8"])
+    with pytest.raises(CLIError, match=r"--config Sandbox\.process_limit wants an int"):
+        check_daemon_settings(["Sandbox.process_limit=many"])
+    with pytest.raises(CLIError, match=r"--config Sandbox\.mode wants any of"):
+        check_daemon_settings(["Sandbox.mode=docker"])
+    with pytest.raises(CLIError, match="the KernelLimits has no setting 'tmp_size'"):
+        check_daemon_settings(["KernelLimits.tmp_size=1"])

@@ -76,7 +76,7 @@ def test_doctor_reads_the_servers_config_files(cli: CLI, root: Path, tmp_path: P
     config = tmp_path / "config"
     config.mkdir()
     (config / "jupyter_server_config.json").write_text(
-        json.dumps({"Sandbox": {"network": False, "process_limit": 77}})
+        json.dumps({"Sandbox": {"network": False}, "KernelLimits": {"process_limit": 77}})
     )
     env = {"JUPYTER_CONFIG_DIR": str(config)}
     report = json.loads(cli("doctor", "--json", root=root, env=env).stdout)

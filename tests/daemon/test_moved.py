@@ -12,6 +12,7 @@ from traitlets.config import Config, LoggingConfigurable
 
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.daemon.moved import relocate
+from prime_kernel.daemon.sandbox import KernelLimits, Sandbox, SandboxMounts
 
 
 class Old(LoggingConfigurable):
@@ -133,5 +134,27 @@ def test_a_parent_relocates_from_the_config_only() -> None:
 def test_every_daemon_class_has_at_most_twelve_settings() -> None:
     from prime_kernel.daemon.daemon import SERVICES
 
-    for cls in SERVICES:
+    for cls in (*SERVICES, Sandbox, SandboxMounts, KernelLimits):
         assert len(cls.class_traits(config=True)) <= 12, cls.__name__
+
+
+def test_the_sandboxs_limits_and_mounts_read_their_own_settings(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    old = Config({"Sandbox": {"memory_limit": 1 << 30, "tmp_size": 4096, "network": False}})
+    with caplog.at_level(logging.WARNING):
+        sandbox = Sandbox(config=old, writable_paths=["/data"])
+    assert sandbox.limits.memory_limit == 1 << 30 and sandbox.mounts.tmp_size == 4096
+    assert sandbox.mounts.writable_paths == ["/data"]
+    assert not sandbox.network  # not moved: still the Sandbox's
+    assert "c.Sandbox.memory_limit is deprecated: use c.KernelLimits.memory_limit" in caplog.text
+    assert "c.Sandbox.tmp_size is deprecated: use c.SandboxMounts.tmp_size" in caplog.text
+    assert "Sandbox(writable_paths=...) is deprecated" in caplog.text
+
+    new = Config({"KernelLimits": {"process_limit": 7}, "SandboxMounts": {"shm_size": 8192}})
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        sandbox = Sandbox(config=new)
+    assert sandbox.limits.rlimits(sandboxed=True)["nproc"] == 7
+    assert sandbox.mounts.shm_size == 8192
+    assert "deprecated" not in caplog.text

@@ -100,9 +100,9 @@ async def test_a_damaged_store_is_refused_then_repaired(tmp_path: Path, damage: 
 async def test_the_writer_survives_a_file_damaged_under_it(tmp_path: Path) -> None:
     store = await filled(tmp_path / "store", 3000)
     # Everything in the file itself, and little of it cached: the next writes read it back.
-    await store._read(lambda db: db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
-    await store._read(lambda db: db.execute("PRAGMA cache_size = 4").fetchall())
-    await store._read(lambda db: db.execute("PRAGMA cache_size = 2000").fetchall())
+    await store.writer.read(lambda db: db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+    await store.writer.read(lambda db: db.execute("PRAGMA cache_size = 4").fetchall())
+    await store.writer.read(lambda db: db.execute("PRAGMA cache_size = 2000").fetchall())
     overwrite(store.path, 4096 * 30, 60)
     for i in range(3000):
         store.update_session(f"s{i}", {"state": "FAILED", "error": "x"})
@@ -111,8 +111,8 @@ async def test_the_writer_survives_a_file_damaged_under_it(tmp_path: Path) -> No
         await store.flush(timeout=30)
     assert time.monotonic() - started < 10  # said at once, not after a 30 s timeout
     assert "prime-agent doctor --repair" in info.value.message
-    assert store._thread is not None and store._thread.is_alive()
-    assert store.unwritten > 0  # counted, said (and the writes before the damage committed)
+    assert store.writer._thread is not None and store.writer._thread.is_alive()
+    assert store.writer.unwritten > 0  # counted, said (and the writes before the damage committed)
     # Later writes are counted, flushes keep saying why, and it still closes.
     store.update_session("s1", {"state": "DONE"})
     with pytest.raises(StoreDamaged):

@@ -7,7 +7,7 @@ import time
 import nbformat
 
 from prime_kernel.daemon import usage
-from prime_kernel.export.notebook import RENDERERS, NotebookExporter
+from prime_kernel.export import RENDERERS, NotebookExporter
 from prime_kernel.protocol.events import EventKind
 
 

@@ -23,13 +23,8 @@ pytestmark = pytest.mark.skipif(
     Sandbox(mode="auto").probe().mode != "bwrap", reason="bubblewrap does not work here"
 )
 
-LIMITS = {
-    "process_limit": 64,
-    "address_space_limit": 8 << 30,
-    "tmp_size": 16 << 20,
-    "shm_size": 8 << 20,
-    "file_size_limit": 32 << 20,
-}
+LIMITS = {"process_limit": 64, "address_space_limit": 8 << 30, "file_size_limit": 32 << 20}
+SIZES = {"tmp_size": 16 << 20, "shm_size": 8 << 20}
 
 
 @pytest.fixture
@@ -42,7 +37,11 @@ def prime_config(prime_config: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(params=[True, False], ids=["forked", "exec"])
 def jp_server_config(request: pytest.FixtureRequest, prime_config: dict[str, Any]) -> Config:
     return server_config(
-        prime_config, Sandbox={"mode": "bwrap", **LIMITS}, LocalLauncher={"fork": request.param}
+        prime_config,
+        Sandbox={"mode": "bwrap"},
+        KernelLimits=LIMITS,
+        SandboxMounts=SIZES,
+        LocalLauncher={"fork": request.param},
     )
 
 

@@ -157,8 +157,8 @@ async def test_a_restarted_agent_kernel_is_sandboxed_again(daemon):
 )
 async def test_memory_and_cpu_limits(daemon, jp_serverapp):
     sandbox = jp_serverapp.web_app.settings["prime_sandbox"]
-    sandbox.memory_limit = 512 << 20
-    sandbox.cpu_time_limit = 3
+    sandbox.limits.memory_limit = 512 << 20
+    sandbox.limits.cpu_time_limit = 3
     runner, km = await agent_kernel(daemon)
     try:
         result = await runner.execute("import resource\nresource.getrlimit(resource.RLIMIT_DATA)")

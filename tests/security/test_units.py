@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from prime_kernel.daemon.sandbox import Layout, Sandbox
+from prime_kernel.daemon.sandbox import Layout, Sandbox, SandboxMounts
 from prime_kernel.kernel import safe_pickle
 from prime_kernel.kernel.safe_pickle import UnpicklingRefused
 from prime_kernel.util.redact import (
@@ -269,7 +269,7 @@ def test_mounts_come_parents_first(tmp_path: Path):
     layout = Layout(
         hidden=[str(home)], sealed=[str(store)], read_only=[str(py)], writable=[str(root)]
     )
-    argv = Sandbox().command(["python", "-m", "k"], layout, cwd=str(root), bwrap="bwrap")
+    argv = Sandbox().command_for(["python", "-m", "k"], layout, cwd=str(root), bwrap="bwrap")
     ops = [(argv[i], argv[i + 1]) for i in range(len(argv) - 1) if argv[i].startswith("--")]
     paths = {str(home), str(root), str(store), str(py)}
     order = [op for op in ops if op[1] in paths and op[0] != "--chdir"]
@@ -286,7 +286,7 @@ def test_mounts_come_parents_first(tmp_path: Path):
 
 def test_the_servers_working_folder_on_sys_path_does_not_expose_home(tmp_path: Path):
     home = os.path.expanduser("~")
-    layout = Sandbox().layout(
+    layout = SandboxMounts().layout(
         root_dir=str(tmp_path),
         store_dir=str(tmp_path / ".prime"),
         runtime_dirs=[],

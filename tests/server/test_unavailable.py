@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from prime_kernel.daemon.store.sqlite import SCHEMA
+from prime_kernel.daemon.store.schema import SCHEMA
 
 
 @pytest.fixture

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .schema import migrate
+
 _MAGIC = b"SQLite format 3\x00"
 _BATCH = 500
 # Largest rowid SQLite allows.
@@ -109,8 +111,6 @@ class Repaired:
 def repair(path: str | os.PathLike[str]) -> Repaired:
     """Salvage the database at `path` into a new file and put it in place (the damaged one
     kept). The caller makes sure no daemon holds the store."""
-    from .sqlite import MIGRATIONS, SCHEMA, SCHEMA_VERSION, statements
-
     path = Path(path)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     work = path.with_name(f"{path.name}.repairing")
@@ -128,12 +128,7 @@ def repair(path: str | os.PathLike[str]) -> Repaired:
     new = sqlite3.connect(fresh, isolation_level=None)
     new.execute("PRAGMA journal_mode=WAL")
     new.execute("BEGIN")
-    for statement in statements(SCHEMA):
-        new.execute(statement)
-    for version in range(1, SCHEMA_VERSION):
-        for statement in statements(MIGRATIONS[version]):
-            new.execute(statement)
-    new.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    migrate(new, fresh)
     new.execute("COMMIT")
     try:
         old = sqlite3.connect(f"file:{work}?mode=ro", uri=True)
