@@ -13,32 +13,18 @@ from typing import Any
 import pytest
 
 from prime_kernel.cli.main import main
-from prime_kernel.daemon.replay import load_recording
-from prime_kernel.daemon.store import SqliteStore
 
-from .conftest import by_kind, code_cells, finish, read
-
-# A root session and a child whose context is a list (a JSON-able one).
-RECORDING = Path(__file__).parents[1] / "fixtures" / "trajectories" / "context.json"
+from .conftest import by_kind, code_cells, finish, load, read
 
 
 @pytest.fixture
 def recorded(tmp_path: Path) -> tuple[Path, str, str, Any]:
-    """A root folder whose store holds the recording, served by no daemon: the folder, the
-    root session, its child, and the child's context."""
+    """A root folder whose store holds a root session and a child whose context is a list (a
+    JSON-able one), served by no daemon: the folder, the two ids, the child's context."""
     root = tmp_path / "work"
     root.mkdir()
-    recording = json.loads(RECORDING.read_text())
-    store = SqliteStore(root / ".prime")
-    store.open()
-
-    async def load() -> str:
-        try:
-            return await load_recording(store, recording)
-        finally:
-            await store.close()
-
-    sid = asyncio.run(load())
+    recording = load(root, "context")
+    sid = recording["root"]
     (child,) = [s["record"] for s in recording["sessions"] if s["record"]["parent_id"] == sid]
     context = pickle.loads(base64.b64decode(recording["blobs"][child["context_blob"]]))
     return root, sid, child["id"], context
