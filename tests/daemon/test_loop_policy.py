@@ -202,7 +202,7 @@ async def test_a_profile_sets_limits_prefill_and_setup(
 async def test_the_profile_time_limit_stops_a_slow_model_call(
     script: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    slow = script([{"sleep": 1.5, "fenced": "answer(1)"}], tools=False)
+    slow = script([{"sleep": 0.6, "fenced": "answer(1)"}], tools=False)
     monkeypatch.setitem(
         profiles.PROFILES,
         slow,
@@ -210,14 +210,14 @@ async def test_the_profile_time_limit_stops_a_slow_model_call(
             name="test",
             system=profiles.DEFAULT.system,
             examples=profiles.DEFAULT.examples,
-            max_seconds=0.5,
+            max_seconds=0.2,
             give_up_hint="use --model",
         ),
     )
     with pytest.raises(TurnLimitReached) as stopped:
         await run(FakeHost(), session(slow))
     assert str(stopped.value) == (
-        "the time limit (0.5 s) was reached without an answer (a model call was still "
+        "the time limit (0.2 s) was reached without an answer (a model call was still "
         "running); use --model"
     )
     # A seconds budget of the session's own replaces the profile's limit.

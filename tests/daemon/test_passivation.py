@@ -18,7 +18,7 @@ from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.events import EventKind
 from prime_kernel.protocol.states import SessionState
-from tests.daemon.conftest import agent_record
+from tests.daemon.conftest import FakeEvents, agent_record
 
 SAVED = {"blob_id": "b1", "saved": ["x", "df"], "skipped": {"sock": "a socket"}}
 
@@ -42,18 +42,6 @@ class FakeRunner:
         return CellResult(code, [{"output_type": "stream", "name": "stdout", "text": text}])
 
 
-class FakeEvents:
-    def __init__(self) -> None:
-        self.emitted: list[tuple[str, EventKind, dict[str, Any]]] = []
-
-    def emit(self, record: Any, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
-        self.emitted.append((record.id, kind, data))
-        return data
-
-    def of(self, kind: EventKind) -> list[dict[str, Any]]:
-        return [data for _, k, data in self.emitted if k == kind]
-
-
 class FakeStore:
     """The latest snapshot event is the last one emitted (the events' log is the store's)."""
 
@@ -64,7 +52,7 @@ class FakeStore:
         found = [
             {"data": data}
             for sid, k, data in self.events.emitted
-            if sid == session_id and k.value == kind
+            if sid == session_id and k == kind
         ]
         return found[-1] if found else None
 
@@ -112,9 +100,9 @@ def test_an_idle_session_is_saved_then_its_kernel_goes() -> None:
         assert await w.passivation.passivate(live, "idle for 5 s")
         assert w.released == ["s1"] and live.record.kernel_id is None
         assert live.state == SessionState.INACTIVE
-        (change,) = [e for e in w.events.of(EventKind.STATE) if e["state"] == "INACTIVE"]
+        (change,) = [e for e in w.events.of("state") if e["state"] == "INACTIVE"]
         assert change["reason"] == "idle for 5 s; REPL saved (2 names; not saved: sock)"
-        assert w.events.of(EventKind.SNAPSHOT) == [{**SAVED, "reason": "passivation"}]
+        assert w.events.of("snapshot") == [{**SAVED, "reason": "passivation"}]
 
     asyncio.run(main())
 
@@ -125,7 +113,7 @@ def test_the_kernel_stays_when_no_snapshot_was_taken_or_the_session_woke() -> No
         live = w.live(FakeRunner(None))
         assert not await w.passivation.passivate(live, "idle")
         assert w.released == [] and live.state == SessionState.IDLE
-        (error,) = w.events.of(EventKind.ERROR)
+        (error,) = w.events.of("error")
         assert error["message"].startswith("could not snapshot the REPL: OSError: disk full")
         # A message woke it while the snapshot was taken: the kernel it runs on stays.
         runner = FakeRunner(SAVED)
@@ -153,7 +141,7 @@ def test_the_idle_timer_passivates_and_a_use_starts_it_again() -> None:
         assert len(w.tasks) == 2
         await asyncio.wait_for(w.gone.wait(), 10)
         assert first.cancelled() and live.state == SessionState.INACTIVE
-        (change,) = [e for e in w.events.of(EventKind.STATE) if e["state"] == "INACTIVE"]
+        (change,) = [e for e in w.events.of("state") if e["state"] == "INACTIVE"]
         assert change["reason"].startswith("idle for 0.05 s; REPL saved")
 
     asyncio.run(main())
@@ -179,6 +167,6 @@ def test_a_restore_says_what_came_back_and_what_was_lost() -> None:
             "[Your kernel died. Restored REPL variables: x, df. Lost (defined after the last "
             "snapshot): late. Not saved: sock (a socket).]"
         ]
-        assert w.events.of(EventKind.RESTORE)[-1]["lost"] == ["late"]
+        assert w.events.of("restore")[-1]["lost"] == ["late"]
 
     asyncio.run(main())
