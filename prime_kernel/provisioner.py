@@ -288,7 +288,8 @@ class PrimeProvisioner(LocalProvisioner):
             sandbox = sandbox_mod.active()
             users = sandbox.users() if sandbox is not None and self._user is not None else None
             if users is not None:
-                users.give_back(self.kernel_id)
+                # Off the loop: it waits for the last processes of the kernel's uid to end.
+                await asyncio.to_thread(users.give_back, self.kernel_id)
                 self._user = None
 
 

@@ -22,6 +22,8 @@ import errno
 import fcntl
 import logging
 import os
+import select
+import signal
 import stat
 import struct
 import tempfile
@@ -78,10 +80,21 @@ class AgentUsers:
         )
 
     def give_back(self, kernel_id: str) -> None:
+        """Free the kernel's uid for the next kernel (of any server), once no process of it is
+        left. The kernel's end is seen when its outermost process ends; the sandbox's other
+        processes (a fork bomb's) are still being killed then, and one left running would
+        share the uid, and its process limit, with the next kernel given it."""
         with self._lock:
             held = self._held.pop(kernel_id, None)
-        if held is not None:
-            os.close(held[1])  # the lock goes with it
+        if held is None:
+            return
+        uid, fd = held
+        left = end_processes(uid)
+        if left:
+            # Kept out of circulation (the lock stays held) rather than shared.
+            log.error("uid %d kept: its processes %s did not end when killed", uid, left)
+            return
+        os.close(fd)  # the lock goes with it
 
     # -- what a kernel must write ---------------------------------------------------------------
     def hand_over(self, uid: int, *paths: str) -> None:
@@ -137,6 +150,52 @@ class AgentUsers:
             time.monotonic() - started,
             failed,
         )
+
+
+def end_processes(uid: int, timeout: float = 10.0) -> list[int]:
+    """Kill every running process of `uid` until none is left (a killed process may have forked
+    once more); the pids still running after `timeout` seconds. Zombies have ended already."""
+    deadline = time.monotonic() + timeout
+    while (pids := processes_of(uid)) and time.monotonic() < deadline:
+        poll = select.poll()
+        opened = []
+        for pid in pids:
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:  # ended since the listing
+                continue
+            opened.append(pidfd)
+            # Checked again by its pidfd: the pid may have been reused since the listing.
+            if pid in processes_of(uid, [pid]):
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            poll.register(pidfd, select.POLLIN)
+        try:
+            # A pidfd is readable once its process has ended.
+            waiting = set(opened)
+            while waiting and time.monotonic() < deadline:
+                for ready, _ in poll.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                    waiting.discard(ready)
+                    poll.unregister(ready)
+        finally:
+            for pidfd in opened:
+                os.close(pidfd)
+    return pids
+
+
+def processes_of(uid: int, pids: list[int] | None = None) -> list[int]:
+    """The processes (of `pids`, or all) running as `uid` (real, effective or saved)."""
+    found = []
+    for pid in pids if pids is not None else [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+                status = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+        except OSError:  # ended meanwhile
+            continue
+        uids = {int(u) for u in status.get("Uid", "").split()[:3]}
+        if uid in uids and not status.get("State", "").strip().startswith(("Z", "X")):
+            found.append(pid)
+    return found
 
 
 def grant(path: str, gid: int, *, folder: bool) -> None:

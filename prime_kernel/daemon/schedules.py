@@ -154,11 +154,11 @@ class Schedule:
         return 1
 
     def describe(self) -> str:
-        return {
-            "every": f"every {fmt_interval(float(self.spec))}",
-            "at": f"at {self.spec}",
-            "cron": self.spec,
-        }[self.kind]
+        # Only an `every`'s spec is a number (a cron's described as one failed the tick that
+        # coalesced missed ticks, which then stayed due).
+        if self.kind == "every":
+            return f"every {fmt_interval(float(self.spec))}"
+        return f"at {self.spec}" if self.kind == "at" else self.spec
 
 
 def listing(

@@ -228,25 +228,39 @@ def _extract(pattern: str, messages: list[dict[str, Any]]) -> str:
     return found.group(1) if found.re.groups else found.group(0)
 
 
+def reply_message(turn: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message a played turn (`play`) is: its text, fenced code, tool calls."""
+    text = turn.get("text") or ""
+    if turn.get("fenced"):
+        text = (text + "\n\n" if text else "") + f"```python\n{turn['fenced']}\n```"
+    codes = _codes(turn)
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if codes:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {"name": "python", "arguments": json.dumps({"code": code})},
+            }
+            for code in codes
+        ]
+    return message
+
+
+def _codes(turn: dict[str, Any]) -> list[str]:
+    codes = turn.get("code") or []
+    return [codes] if isinstance(codes, str) else list(codes)
+
+
 def _build_response(
     model: str, turn: dict[str, Any], messages: list[dict[str, Any]], tools: Any = None
 ) -> Any:
     import litellm
 
-    text = turn.get("text") or ""
-    if turn.get("fenced"):
-        text = (text + "\n\n" if text else "") + f"```python\n{turn['fenced']}\n```"
-    codes = turn.get("code")
-    if isinstance(codes, str):
-        codes = [codes]
-    tool_calls = [
-        {
-            "id": f"call_{uuid.uuid4().hex[:12]}",
-            "type": "function",
-            "function": {"name": "python", "arguments": json.dumps({"code": code})},
-        }
-        for code in codes or []
-    ]
+    message = reply_message(turn)
+    text = message["content"] or ""
+    codes = _codes(turn)
+    tool_calls = message.get("tool_calls", [])
     usage = turn.get("usage") or {}
     style = get_script(model.split("/", 1)[1]).cache
     if style and "usage" not in turn:
@@ -255,11 +269,8 @@ def _build_response(
         prompt_tokens = usage.get("prompt_tokens", _tokens(_message_text(messages)))
         cached, written = usage.get("cached_tokens", 0), usage.get("cache_write_tokens", 0)
     completion_tokens = usage.get(
-        "completion_tokens", _tokens(text + "".join(codes or [])) + 5 * len(tool_calls)
+        "completion_tokens", _tokens(text + "".join(codes)) + 5 * len(tool_calls)
     )
-    message: dict[str, Any] = {"role": "assistant", "content": text or None}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
     return litellm.ModelResponse(
         id=f"scripted-{uuid.uuid4().hex[:12]}",
         created=int(time.time()),

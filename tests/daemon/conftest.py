@@ -12,6 +12,7 @@ from prime_kernel.daemon import usage as usage_mod
 from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.registry import SessionRegistry
+from prime_kernel.protocol.events import EventKind
 from prime_kernel.protocol.states import SessionKind, SessionState
 
 
@@ -32,6 +33,21 @@ def agent_record(sid: str, parent: str | None = None, **fields: Any) -> SessionR
             **fields,
         }
     )
+
+
+class FakeEvents:
+    """The daemon's event log (`EventLog.emit`) as a list: (session id, kind, data), in order."""
+
+    def __init__(self) -> None:
+        self.emitted: list[tuple[str, str, dict[str, Any]]] = []
+
+    def emit(self, record: SessionRecord, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
+        self.emitted.append((record.id, kind.value, data))
+        return data
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        """The data of every event of `kind` ("cell", "state", ...)."""
+        return [data for _, k, data in self.emitted if k == kind]
 
 
 def session(accounts: Accounting, sid: str, parent: str | None, **fields: Any) -> SessionRecord:

@@ -5,7 +5,6 @@ caller reaches itself and its descendants, nothing else."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
@@ -15,7 +14,7 @@ from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.errors import Forbidden, NotFound, PrimeError, Unauthorized
 from prime_kernel.protocol.states import SessionKind, SessionState
-from tests.daemon.conftest import agent_record
+from tests.daemon.conftest import FakeEvents, agent_record
 
 
 class FakeAdmission:
@@ -26,15 +25,6 @@ class FakeAdmission:
 
     def record(self, record: SessionRecord) -> SessionRecord:
         return self.registry.add(record, lambda sid, fields: None)
-
-
-class FakeEvents:
-    def __init__(self) -> None:
-        self.emitted: list[tuple[str, dict[str, Any]]] = []
-
-    def emit(self, record: SessionRecord, kind: Any, data: dict[str, Any]) -> dict[str, Any]:
-        self.emitted.append((record.id, data))
-        return data
 
 
 class World:
@@ -101,7 +91,7 @@ def test_a_notebooks_session_is_made_once_on_its_first_call() -> None:
         assert record.kind == SessionKind.NOTEBOOK and record.state == SessionState.IDLE
         assert record.name == "analysis/qu…" and record.notebook_path == "analysis/quarterly.ipynb"
         assert w.tokens.session_for_kernel("kn") == record.id
-        assert w.events.emitted == [(record.id, {"state": "IDLE"})]
+        assert w.events.emitted == [(record.id, "state", {"state": "IDLE"})]
         w.access.kernel_path = None  # no server: named after its kernel
         other = await w.access.caller(w.tokens.mint("kernel-two", notebook=True))
         assert other.record.name == "kernel kernel-t" and other.record.notebook_path is None

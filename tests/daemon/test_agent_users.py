@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from prime_kernel.daemon.agent_users import AgentUsers
+from prime_kernel.daemon.agent_users import AgentUsers, processes_of
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="setting uids needs root")
 
@@ -72,3 +73,26 @@ def test_the_root_is_shared_with_the_agents_group(tmp_path: Path, open_folder: P
     assert as_agent(uid, root / "sub" / "new.txt") == 0  # files made later by others
     assert as_agent(uid, root / ".prime" / "x") == 2  # the store is not shared
     assert (root / "sub" / "agent.txt").stat().st_uid == uid
+
+
+@root_only
+def test_a_uid_goes_back_only_once_none_of_its_processes_runs(tmp_path: Path) -> None:
+    # A uid of this test process alone: no other server or test hands it out.
+    first = 90_000_000 + os.getpid()
+    users = AgentUsers(first, 1, first, lock_dir=tmp_path)
+    uid = users.take("k1")
+    # What a kernel's sandbox can leave as it ends: a process, and orphans it forked.
+    left = subprocess.Popen(
+        ["/bin/sh", "-c", "sleep 600 & sleep 600 & exec sleep 600"],
+        user=uid,
+        group=first,
+        extra_groups=[],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,  # open in the orphans too: read to its end once they are gone
+    )
+    assert len(processes_of(uid)) >= 1
+    users.give_back("k1")
+    assert processes_of(uid) == []
+    assert left.wait(10) == -9
+    assert left.stdout is not None and left.stdout.read() == b""  # every holder ended
+    assert AgentUsers(first, 1, first, lock_dir=tmp_path).take("k2") == uid  # free again

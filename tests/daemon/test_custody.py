@@ -22,6 +22,7 @@ from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.errors import PrimeError
 from prime_kernel.protocol.states import SessionKind, SessionState
+from tests.daemon.conftest import FakeEvents
 
 
 class FakeLauncher:
@@ -81,15 +82,6 @@ class FakeStore:
 
     def forget_kernel(self, kernel_id: str) -> None:
         self.kernels.pop(kernel_id, None)
-
-
-class FakeEvents:
-    def __init__(self) -> None:
-        self.emitted: list[tuple[str, str, dict[str, Any]]] = []
-
-    def emit(self, record: Any, kind: Any, data: dict[str, Any]) -> dict[str, Any]:
-        self.emitted.append((record.id, kind.value, data))
-        return data
 
 
 class FakeSnapshots:

@@ -16,13 +16,11 @@ from traitlets.config import Config
 from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.host import Host
 from prime_kernel.daemon.kernels import CellResult
-from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import Conversation, LiveSession
 from prime_kernel.models.router import Completion
 from prime_kernel.protocol.errors import BudgetExceeded, PrimeError
-from prime_kernel.protocol.events import EventKind
-from tests.daemon.conftest import agent_record
+from tests.daemon.conftest import FakeEvents, agent_record
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
 
@@ -55,18 +53,6 @@ class FakeRouter:
         if "summar" in prompt.lower():
             self.summaries += 1
         return Completion({"role": "assistant", "content": "ok"}, "stop", USAGE, 0.25)
-
-
-class FakeEvents:
-    def __init__(self) -> None:
-        self.emitted: list[tuple[str, dict[str, Any]]] = []
-
-    def emit(self, record: SessionRecord, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
-        self.emitted.append((kind.value, data))
-        return data
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [data for k, data in self.emitted if k == kind]
 
 
 class FakeMailbox:

@@ -1,59 +1,150 @@
-"""The loop's between-turn policy in a real server and kernel, driven by scripted models."""
+"""The loop's between-turn policy (loop.py, policy.py, the model profiles), with a fake host:
+models are scripted turns, cells run in a namespace of this process with an `answer()`, and
+nothing else of the daemon is there (no server, no kernel, no store). What only a real kernel
+and daemon show — answers recorded, a session's state — is tested end to end elsewhere
+(tests/server/test_spine.py)."""
 
 from __future__ import annotations
 
-import pickle
+import asyncio
+import contextlib
+import io
+import traceback
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from prime_kernel.daemon import policy
-from prime_kernel.daemon.daemon import Daemon
-from prime_kernel.models import cookbook, profiles
-from prime_kernel.protocol.requests import SessionRequest
+from prime_kernel.daemon.kernels import CellResult
+from prime_kernel.daemon.loop import AgentLoop, TurnLimitReached
+from prime_kernel.daemon.session import LiveSession
+from prime_kernel.models import cookbook, profiles, scripted
+from prime_kernel.models.router import Completion
+from prime_kernel.protocol.events import EventKind
+from tests.daemon.conftest import agent_record
 
 
-async def finish(daemon: Daemon, model: str, **options: Any) -> dict[str, Any]:
-    record = await daemon.create_session(SessionRequest("task", model=model, **options))
-    return await daemon.runs.wait(record["id"], 120)
+class FakeHost:
+    """The daemon as the loop sees it (`LoopHost`). A model call plays the next turn of the
+    session's `scripted/*` model; a cell runs in this host's namespace, as a REPL would, where
+    `answer(value)` ends the session; what the daemon would record is kept in lists."""
+
+    observation_chars = 4000
+    max_turns = 20
+    cell_timeout = 60.0
+
+    def __init__(self, **names: Any) -> None:
+        self.namespace: dict[str, Any] = dict(names)
+        self.sent: list[list[dict[str, Any]]] = []  # every model call's messages
+        self.cells: list[str] = []
+        self.replies: list[str] = []
+        self.answers: list[str] = []
+
+    def supports_tools(self, model: str) -> bool:
+        return scripted.get_script(model.removeprefix("scripted/")).tools
+
+    def context_notes(self, live: LiveSession) -> str:
+        return ""
+
+    def recall(self, live: LiveSession) -> list[Any]:
+        return []
+
+    async def before_turn(self, live: LiveSession) -> None:
+        pass
+
+    async def model_call(
+        self, live: LiveSession, messages: list[dict[str, Any]], tools: bool, **kwargs: Any
+    ) -> Completion:
+        self.sent.append(messages)
+        turn = scripted.play(str(live.record.model).removeprefix("scripted/"), messages)
+        if turn.get("sleep"):
+            await asyncio.sleep(float(turn["sleep"]))  # a slow model: the test's subject
+        message = scripted.reply_message(turn)
+        return Completion(message, "tool_calls" if message.get("tool_calls") else "stop")
+
+    async def run_cell(self, live: LiveSession, code: str, source: str = "agent") -> CellResult:
+        self.cells.append(code)
+
+        def answer(value: Any) -> None:
+            live.answered = True
+            self.answers.append(repr(value))
+
+        self.namespace["answer"] = answer
+        printed = io.StringIO()
+        outputs: list[dict[str, Any]] = []
+        status = "ok"
+        try:
+            with contextlib.redirect_stdout(printed):
+                exec(compile(code, "<cell>", "exec"), self.namespace)
+        except Exception as e:
+            status = "error"
+            outputs.append(
+                {
+                    "output_type": "error",
+                    "ename": type(e).__name__,
+                    "evalue": str(e),
+                    "traceback": traceback.format_exception_only(e),
+                }
+            )
+        if printed.getvalue():
+            outputs.insert(
+                0, {"output_type": "stream", "name": "stdout", "text": printed.getvalue()}
+            )
+        return CellResult(code, outputs, status)
+
+    def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+    def reply(self, live: LiveSession, text: str) -> None:
+        self.replies.append(text)
 
 
-async def test_unlabelled_fences_are_prose(daemon: Daemon, script: Callable[..., str]) -> None:
+def session(model: str, prompt: str = "task", **fields: Any) -> LiveSession:
+    return LiveSession(agent_record("s1", model=model, prompt=prompt, **fields))
+
+
+async def run(host: FakeHost, live: LiveSession, max_turns: int | None = None) -> None:
+    await AgentLoop(host, live).run(max_turns)
+
+
+async def test_unlabelled_fences_are_prose(script: Callable[..., str]) -> None:
     reply = "The sum is 5. This will print:\n```\n5\n```"
-    result = await finish(daemon, script([{"text": reply}], tools=False))
-    assert result["state"] == "DONE" and result["answer_repr"] == reply
-    assert not await daemon.store.events(result["id"], kinds=["cell"])
+    host = FakeHost()
+    await run(host, session(script([{"text": reply}], tools=False)))
+    assert host.replies == [reply] and not host.cells
 
 
-async def test_a_printed_value_gets_a_nudge_to_answer(
-    daemon: Daemon, script: Callable[..., str]
-) -> None:
+async def test_a_printed_value_gets_a_nudge_to_answer(script: Callable[..., str]) -> None:
     seen: list[str] = []
 
     def second(messages: list[dict[str, Any]]) -> dict[str, Any]:
         seen.append(messages[-1]["content"])
         return {"fenced": "answer(12 + 30)"}
 
-    result = await finish(daemon, script([{"fenced": "print(12 + 30)"}, second], tools=False))
-    assert result["state"] == "DONE" and result["answer_repr"] == "42"
+    host = FakeHost()
+    await run(host, session(script([{"fenced": "print(12 + 30)"}, second], tools=False)))
+    assert host.answers == ["42"]
     assert seen[0].startswith("Output of your code:\n42")
     assert "call answer(42)" in seen[0]
 
 
-async def test_repeated_turns_end_the_session(daemon: Daemon, script: Callable[..., str]) -> None:
-    stuck = script([{"code": "print('same')"}] * 10)
-    result = await finish(daemon, stuck)
-    assert result["state"] == "FAILED"
+async def test_repeated_turns_end_the_session(script: Callable[..., str]) -> None:
+    host = FakeHost()
+    with pytest.raises(TurnLimitReached) as stopped:
+        await run(host, session(script([{"code": "print('same')"}] * 10)))
     repeats = profiles.DEFAULT.max_repeats
-    assert f"the same output {repeats + 1} times" in result["error"]
-    assert result["usage"]["own"]["model_calls"] == repeats + 1
+    assert f"the same output {repeats + 1} times" in str(stopped.value)
+    assert len(host.sent) == repeats + 1
     # A turn whose output changes is not a repeat: the turn limit ends this one.
     counting = script([{"code": "n = globals().get('n', 0) + 1\nprint(n)"}] * 10)
-    result = await finish(daemon, counting, max_turns=8)
-    assert result["state"] == "FAILED" and "turn limit (8)" in result["error"]
+    with pytest.raises(TurnLimitReached, match=r"turn limit \(8\)") as stopped:
+        await run(FakeHost(), session(counting), max_turns=8)
+    assert stopped.value.turns
 
 
 async def test_a_profile_sets_limits_prefill_and_setup(
-    daemon: Daemon, script: Callable[..., str], monkeypatch: Any
+    script: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sent: list[list[dict[str, Any]]] = []
 
@@ -83,14 +174,10 @@ async def test_a_profile_sets_limits_prefill_and_setup(
 
     model = script([turn] * 5, tools=False)
     profile(model)
-    result = await finish(daemon, model)
-    assert result["state"] == "DONE" and result["answer_repr"] == "True"
-    cells = await daemon.store.events(result["id"], kinds=["cell"])
-    assert [c["data"]["code"] for c in cells] == [
-        "import math",
-        "print(math.pi > 3)",
-        "answer(True)",
-    ]
+    host = FakeHost()
+    await run(host, session(model))
+    assert host.answers == ["True"]
+    assert host.cells == ["import math", "print(math.pi > 3)", "answer(True)"]
     assert sent[0][-1] == {"role": "assistant", "content": "```python\n"}
     # After a printed value, the next reply can only be a call to answer().
     assert sent[1][-1] == {"role": "assistant", "content": "```python\nanswer("}
@@ -100,19 +187,22 @@ async def test_a_profile_sets_limits_prefill_and_setup(
     # The profile's default turn limit, and what the user is told when it is reached.
     failing = script([{"text": "1 / 0\n"}] * 5, tools=False)
     profile(failing, max_turns=2)
-    result = await finish(daemon, failing)
-    assert result["state"] == "FAILED"
-    assert result["error"] == (
+    with pytest.raises(TurnLimitReached) as stopped:
+        await run(FakeHost(), session(failing))
+    assert str(stopped.value) == (
         f"the turn limit (2) was reached without an answer; try a bigger {failing}"
     )
     # An explicit max_turns wins over the profile's default.
-    assert (await finish(daemon, failing, max_turns=3))["usage"]["own"]["model_calls"] == 3
+    host = FakeHost()
+    with pytest.raises(TurnLimitReached):
+        await run(host, session(failing), max_turns=3)
+    assert len(host.sent) == 3
 
 
 async def test_the_profile_time_limit_stops_a_slow_model_call(
-    daemon: Daemon, script: Callable[..., str], monkeypatch: Any
+    script: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    slow = script([{"sleep": 4, "fenced": "answer(1)"}], tools=False)
+    slow = script([{"sleep": 0.6, "fenced": "answer(1)"}], tools=False)
     monkeypatch.setitem(
         profiles.PROFILES,
         slow,
@@ -120,23 +210,24 @@ async def test_the_profile_time_limit_stops_a_slow_model_call(
             name="test",
             system=profiles.DEFAULT.system,
             examples=profiles.DEFAULT.examples,
-            max_seconds=1.0,
+            max_seconds=0.2,
             give_up_hint="use --model",
         ),
     )
-    result = await finish(daemon, slow)
-    assert result["state"] == "FAILED"
-    assert result["error"] == (
-        "the time limit (1 s) was reached without an answer (a model call was still running); "
-        "use --model"
+    with pytest.raises(TurnLimitReached) as stopped:
+        await run(FakeHost(), session(slow))
+    assert str(stopped.value) == (
+        "the time limit (0.2 s) was reached without an answer (a model call was still "
+        "running); use --model"
     )
     # A seconds budget of the session's own replaces the profile's limit.
-    budget = await finish(daemon, slow, budget={"seconds": 60})
-    assert budget["state"] == "DONE"
+    host = FakeHost()
+    await run(host, session(slow, budget={"seconds": 60}))
+    assert host.answers == ["1"]
 
 
 async def test_the_coder_profile_looks_at_context_and_retries_from_a_clean_slate(
-    daemon: Daemon, script: Callable[..., str], monkeypatch: Any
+    script: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sent: list[list[dict[str, Any]]] = []
 
@@ -148,17 +239,11 @@ async def test_the_coder_profile_looks_at_context_and_retries_from_a_clean_slate
     # (The scripted provider picks a turn by the replies shown; a clean retry shows fewer.)
     model = script([turn] * 5, tools=False)
     monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
-    blob = await daemon.store.put_blob(pickle.dumps(list(range(10_000))))
-    record = await daemon.create_session(
-        SessionRequest("Sum context", model=model, context_blob=blob, context_type="list")
-    )
-    result = await daemon.runs.wait(record["id"], 120)
-    assert result["state"] == "DONE" and result["answer_repr"] == str(sum(range(10_000))), result[
-        "error"
-    ]
+    host = FakeHost(context=list(range(10_000)))
+    await run(host, session(model, "Sum context", context_type="list"))
+    assert host.answers == [str(sum(range(10_000)))]
     # The look ran in the REPL (a cell like any other), and the task says what it saw.
-    cells = await daemon.store.events(result["id"], kinds=["cell"])
-    assert "__shape.overview(context" in cells[1]["data"]["code"]
+    assert "__shape.overview(context" in host.cells[1]
     task = sent[0][-2]["content"]
     assert task.startswith("Task: Sum context\ncontext is a list of 10,000 ints, like 0, 1, 2")
     # The retry is shown the task and the error, not the failed code.
@@ -173,7 +258,7 @@ async def test_the_coder_profile_looks_at_context_and_retries_from_a_clean_slate
 
 
 async def test_the_coder_profile_refuses_an_example_copied_whole(
-    daemon: Daemon, script: Callable[..., str], monkeypatch: Any
+    script: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sent: list[list[dict[str, Any]]] = []
     task = "Reverse the string 'notebook'."
@@ -187,12 +272,11 @@ async def test_the_coder_profile_refuses_an_example_copied_whole(
 
     model = script([turn] * 5, tools=False)
     monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
-    record = await daemon.create_session(SessionRequest(task, model=model))
-    result = await daemon.runs.wait(record["id"], 120)
-    assert result["state"] == "DONE" and result["answer_repr"] == "'koobeton'", result["error"]
+    host = FakeHost()
+    await run(host, session(model, task))
+    assert host.answers == ["'koobeton'"]
     # The copy never ran (its answer would have been the example's); the retry was told why.
-    cells = await daemon.store.events(result["id"], kinds=["cell"])
-    assert [c["data"]["code"] for c in cells[1:]] == ["answer('notebook'[::-1])"]
+    assert host.cells[1:] == ["answer('notebook'[::-1])"]
     assert policy.copied_example_text() in sent[1][-2]["content"]
     # ... and no longer shown the example it copied, the others still.
     shown = [m["content"] for m in sent[1] if m.get("name") == "example"]

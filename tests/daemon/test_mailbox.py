@@ -18,6 +18,7 @@ from prime_kernel.daemon.scheduler import Scheduler
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.errors import MailboxFull, RateLimited, TooLarge
 from prime_kernel.protocol.states import SessionKind, SessionState
+from tests.daemon.conftest import FakeEvents
 
 
 class FakeStore:
@@ -30,11 +31,6 @@ class FakeStore:
     async def unread(self, session_id: str, reader: Any, limit: int | None = None) -> list[Any]:
         mine = [m for m in self.messages if m["to_id"] == session_id]
         return mine[:limit] if limit else mine
-
-
-class FakeEvents:
-    def emit(self, record: Any, kind: Any, data: dict[str, Any]) -> dict[str, Any]:
-        return data
 
 
 def world(**limits: Any) -> tuple[Mailbox, FakeStore, LiveSession, list[str]]:

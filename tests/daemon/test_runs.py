@@ -22,7 +22,7 @@ from prime_kernel.daemon.scheduler import Scheduler
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.errors import Conflict, KernelsUnavailable, PrimeError
 from prime_kernel.protocol.states import SessionState
-from tests.daemon.conftest import agent_record
+from tests.daemon.conftest import FakeEvents, agent_record
 
 
 class FakeLoop(AgentLoop):
@@ -110,15 +110,10 @@ class FakeListing:
         return {"id": session_id, "state": self.registry.get(session_id).state.value}
 
 
-class Events:
-    def emit(self, record: Any, kind: Any, data: dict[str, Any]) -> dict[str, Any]:
-        return data
-
-
 class World:
     def __init__(self, ticking: tuple[str, ...] = ()) -> None:
         self.registry = SessionRegistry()
-        self.lifecycle = Lifecycle(self.registry, Events(), Accounting(self.registry))  # type: ignore[arg-type]
+        self.lifecycle = Lifecycle(self.registry, FakeEvents(), Accounting(self.registry))  # type: ignore[arg-type]
         self.custody = FakeCustody()
         self.snapshots = FakeSnapshots()
         self.started = asyncio.Event()

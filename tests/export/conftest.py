@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from pathlib import Path
@@ -12,6 +13,8 @@ import pytest
 from jupyter_client.session import Session
 
 from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.daemon.replay import load_recording
+from prime_kernel.daemon.store import SqliteStore
 from prime_kernel.export import NotebookExporter
 from prime_kernel.protocol.requests import SessionRequest
 from prime_kernel.util.redact import Redactor
@@ -26,6 +29,25 @@ SHOW_PNG = (
     f"display(Image(data=base64.b64decode({PNG_B64!r})))"
 )
 assert base64.b64decode(PNG_B64).startswith(b"\x89PNG")
+
+RECORDINGS = Path(__file__).parents[1] / "fixtures" / "trajectories"
+
+
+def load(root: Path, name: str) -> dict[str, Any]:
+    """The recording tests/fixtures/trajectories/`name`.json written into the store under
+    `root` (served by no daemon): sessions to export without running them."""
+    recording: dict[str, Any] = json.loads((RECORDINGS / f"{name}.json").read_text())
+    store = SqliteStore(root / ".prime")
+    store.open()
+
+    async def write() -> None:
+        try:
+            await load_recording(store, recording)
+        finally:
+            await store.close()
+
+    asyncio.run(write())
+    return recording
 
 
 async def finish(daemon: Daemon, prompt: str, model: str, **options: Any) -> dict[str, Any]:

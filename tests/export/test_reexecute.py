@@ -1,13 +1,19 @@
-"""An exported notebook opens on the Prime Agent kernel and its cells re-run to the same outputs."""
+"""An exported notebook opens on the Prime Agent kernel and its cells re-run to the same outputs.
+
+The sessions are recordings (tests/fixtures/trajectories) loaded into a store, exported as
+`prime-agent export` does with no server; the notebooks run on real Prime Agent kernels
+started by nbclient, as a person's Jupyter would start them."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
-from prime_kernel.export import export_to
+from prime_kernel.cli.main import main
 
-from .conftest import code_cells, finish, read
+from .conftest import code_cells, load, read
 
 
 def _shown(cell: nbformat.NotebookNode) -> list[str]:
@@ -21,40 +27,43 @@ def _shown(cell: nbformat.NotebookNode) -> list[str]:
     return shown
 
 
-async def test_reexecute_on_the_prime_agent_kernel(daemon, script, exporter, tmp_path):
-    child = script([{"code": "total = sum(context)\nprint(total)"}, {"text": "summed"}])
-    model = script(
-        [
-            {"code": "x = 6 * 7\nprint(x)"},
-            {"code": "[i * i for i in range(4)]"},
-            {"code": f"h = rlm('sum', context=[1, 2, 3], model={child!r})\nh.result(timeout=60)"},
-            {"text": "x is 42"},
-        ]
-    )
-    record = await finish(daemon, "compute", model)
-    child_id = record["children"][0]
-    await export_to(
-        daemon, exporter, record["id"], tmp_path / "tree", subtree=True, with_context=True
-    )
+def _plain(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The cells up to the first that needs a daemon's session (answer(), rlm)."""
+    cells = []
+    for cell in code_cells(nb):
+        if "answer(" in cell.source or "rlm" in cell.source:
+            break
+        cells.append(cell)
+    return cells
 
-    # The root's plain cells (its rlm() cell needs a daemon's session, so it is left out).
-    nb = read(tmp_path / "tree" / f"{record['id']}.ipynb")
-    plain = code_cells(nb)[:2]
-    rerun = nbformat.v4.new_notebook(cells=[c.copy() for c in plain], metadata=nb.metadata)
-    # The child's notebook as it is: its first cell loads the context written beside it.
-    child_nb = read(tmp_path / "tree" / f"{child_id}.ipynb")
 
-    for original, notebook in ((plain, rerun), (code_cells(child_nb), child_nb)):
-        fresh = nbformat.from_dict(notebook)
+def test_reexecute_on_the_prime_agent_kernel(prime_kernelspec: Path, tmp_path: Path) -> None:
+    root = tmp_path / "work"
+    root.mkdir()
+    # From a root whose context is a list of words, and a tree whose children each got an int:
+    # one notebook each that loads its context and computes on it before any answer().
+    runnable = []
+    for name in ("context", "tree"):
+        sid = load(root, name)["root"]
+        folder = tmp_path / name
+        argv = ["--root", str(root), "export", sid, "-o", str(folder), "--subtree"]
+        assert main([*argv, "--with-context"]) == 0
+        found = [(p, read(p)) for p in sorted(folder.glob("*.ipynb"))]
+        runnable.append(next((p, nb) for p, nb in found if len(_plain(nb)) >= 2))
+
+    for path, nb in runnable:
+        original = _plain(nb)
+        assert original[0].metadata.prime.kind == "context"  # loads the file beside it
+        fresh = nbformat.v4.new_notebook(cells=[c.copy() for c in original], metadata=nb.metadata)
         for cell in code_cells(fresh):
             cell.outputs = []
         client = NotebookClient(
             fresh,
             kernel_name="prime-agent",
             timeout=60,
-            resources={"metadata": {"path": str(tmp_path / "tree")}},
+            resources={"metadata": {"path": str(path.parent)}},
         )
-        await client.async_execute()  # NoSuchKernel unless the Prime Agent spec is found
+        client.execute()  # NoSuchKernel unless the Prime Agent spec is found
         nbformat.validate(fresh)
         assert fresh.metadata.kernelspec.name == "prime-agent"
         assert [_shown(c) for c in code_cells(fresh)] == [_shown(c) for c in original]

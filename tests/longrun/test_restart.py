@@ -1,23 +1,19 @@
-"""Long-horizon state survives a crash: a real server (a subprocess) is killed with SIGKILL while
-a heartbeat ticks to a persistent agent with a goal and an autonomous agent works through its
-continuations. A new server on the same root goes on: the goal is still there, the ticks
-missed while it was down arrive as one that says so, no tick is lost or delivered twice, and
-the autonomous session continues from the continuation it had reached."""
+"""Long-horizon state survives a crash: a real server (a subprocess: tests/recovery/server.py)
+is killed with SIGKILL while a heartbeat ticks to a persistent agent with a goal and an
+autonomous agent works through its continuations. A new server on the same root goes on: the
+goal is still there, the ticks missed while it was down arrive as one that says so, no tick is
+lost or delivered twice, and the autonomous session continues from the continuation it had
+reached."""
 
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
+
+from tests.recovery.server import ServerProcess
 
 GOAL = "Keep the heartbeat going"
 SCRIPTS = {
@@ -29,117 +25,33 @@ SCRIPTS = {
 }
 
 
-class Server:
-    """`jupyter server` with the Prime extension on `root`, in a process of its own."""
-
-    def __init__(self, root: Path, home: Path) -> None:
-        self.root, self.home = root, home
-        self.token = "t" * 48
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.url = ""
-
-    def start(self) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        config = self.home / "config"
-        config.mkdir(exist_ok=True)
-        (config / "jupyter_server_config.json").write_text(
-            json.dumps(
-                {
-                    "ServerApp": {
-                        # Only ours: a faster start.
-                        "jpserver_extensions": {
-                            "prime_kernel": True,
-                            "jupyterlab": False,
-                            "jupyter_lsp": False,
-                            "notebook_shim": False,
-                            "jupyter_server_terminals": False,
-                        },
-                        "allow_root": True,
-                    },
-                    "IdentityProvider": {"token": self.token},
-                    "KernelCustody": {"pool_size": 0},
-                    "Admission": {"default_model": "scripted/keeper"},
-                }
-            )
-        )
-        env = {
-            **os.environ,
-            "PRIME_SCRIPTS": str(self.home / "scripts.json"),
-            "JUPYTER_CONFIG_DIR": str(config),
-            "JUPYTER_RUNTIME_DIR": str(self.home / "runtime"),
-        }
-        env.pop("PRIME_MODEL", None)
-        self.url = f"http://127.0.0.1:{port}/api/prime/"
-        argv = [f"--ServerApp.root_dir={self.root}", f"--ServerApp.port={port}", "--no-browser"]
-        log = open(self.home / "server.log", "ab")  # noqa: SIM115  (the process writes it)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyter_server", *argv], env=env, stdout=log, stderr=log
-        )
-        self.until(lambda: self.get("status"), 180, "the server to start")
-
-    def call(self, method: str, path: str, body: Any = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        req.add_header("Authorization", f"token {self.token}")
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return json.loads(resp.read())
-
-    def get(self, path: str) -> Any:
-        try:
-            return self.call("GET", path)
-        except (urllib.error.URLError, ConnectionError):
-            return None
-
-    def until(self, predicate: Any, timeout: float, what: str) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc is not None and self.proc.poll() is None, self.log()
-            value = predicate()
-            if value:
-                return value
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}\n{self.log()}")
-
-    def stop(self, sig: int) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-        self.proc.wait(timeout=60)
-
-    def log(self) -> str:
-        return (self.home / "server.log").read_text(errors="replace")[-4000:]
-
-
 def test_a_heartbeat_and_a_goal_survive_a_kill_9(tmp_path: Path) -> None:
-    root, home = tmp_path / "work", tmp_path / "home"
+    root = tmp_path / "work"
     root.mkdir()
-    home.mkdir()
-    (home / "scripts.json").write_text(json.dumps(SCRIPTS))
-    server = Server(root, home)
-    server.start()
+    server = ServerProcess(root, SCRIPTS, {"pool_size": 0, "default_model": "scripted/keeper"})
+    server.start(timeout=180)
     try:
-        sid = server.call("POST", "sessions", {"prompt": "keep going", "persistent": True})["id"]
-        server.until(lambda: server.get(f"sessions/{sid}")["state"] == "IDLE", 180, "IDLE")
+        sid = server.request("POST", "sessions", {"prompt": "keep going", "persistent": True})["id"]
+        server.wait(lambda: server.get(f"sessions/{sid}")["state"] == "IDLE", 180, "IDLE")
         assert server.get(f"sessions/{sid}")["goal"]["text"] == GOAL
         body = {"session_id": sid, "every": 1, "message": "beat"}
-        hid = server.call("POST", "schedules", body)["id"]
+        hid = server.request("POST", "schedules", body)["id"]
         plan = {"gate": "test -f go.txt", "turns": 1, "max_continuations": 30}
         body = {"prompt": "work", "model": "scripted/worker", "autonomous": plan}
-        wid = server.call("POST", "sessions", body)["id"]
+        wid = server.request("POST", "sessions", body)["id"]
 
         def continuation() -> int:
             state = server.get(f"sessions/{wid}")["options"].get("autonomy") or {}
             return int(state.get("continuation") or 0)
 
-        server.until(lambda: server.get(f"schedules/{hid}")["ticks"] >= 3, 60, "three ticks")
-        reached = server.until(lambda: continuation() >= 2 and continuation(), 120, "two")
+        server.wait(lambda: server.get(f"schedules/{hid}")["ticks"] >= 3, 60, "three ticks")
+        reached = server.wait(lambda: continuation() >= 2 and continuation(), 120, "two")
         server.stop(signal.SIGKILL)
         time.sleep(3)  # ticks fall due while no server runs
 
         server.start()  # a new server on the same root
         before = server.get(f"schedules/{hid}")["ticks"]
-        server.until(
+        server.wait(
             lambda: server.get(f"schedules/{hid}")["ticks"] >= before + 3, 120, "three more ticks"
         )
         record = server.get(f"sessions/{sid}")
@@ -158,11 +70,11 @@ def test_a_heartbeat_and_a_goal_survive_a_kill_9(tmp_path: Path) -> None:
             )
 
         # The revived agent took a turn for it (its REPL back from the snapshot).
-        server.until(answered_the_coalesced_tick, 120, "a turn after the restart")
+        server.wait(answered_the_coalesced_tick, 120, "a turn after the restart")
 
         # The autonomous session went on from the continuation it had reached.
         (root / "go.txt").write_text("go")
-        server.until(lambda: server.get(f"sessions/{wid}")["state"] == "DONE", 120, "DONE")
+        server.wait(lambda: server.get(f"sessions/{wid}")["state"] == "DONE", 120, "DONE")
         trajectory = server.get(f"sessions/{wid}/events")["events"]
         numbers = [e["data"]["continuation"] for e in trajectory if e["kind"] == "continuation"]
         assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= reached

@@ -185,16 +185,24 @@ class ServerProcess:
             ws.close()
         return {**reply, "output": "".join(output)}
 
-    def wait(self, predicate: Any, timeout: float = 120, every: float = 0.2) -> Any:
-        """Poll `predicate()` until it returns something true; that value."""
+    def wait(
+        self, predicate: Any, timeout: float = 120, what: str = "the condition", every: float = 0.2
+    ) -> Any:
+        """Poll `predicate()` until it returns something true; that value. A server that exited
+        meanwhile (not stopped by `stop`) fails the wait at once, with its log's end."""
         deadline = time.monotonic() + timeout
         while True:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"the server exited waiting for {what}\n{self.log_tail()}")
             value = predicate()
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise TimeoutError("condition not met in time")
+                raise TimeoutError(f"{what} was not met in {timeout} s\n{self.log_tail()}")
             time.sleep(every)
+
+    def log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
 
     def kernel_pids(self) -> list[int]:
         """Processes running our kernels (of any start of this server)."""

@@ -26,6 +26,10 @@ pytestmark = pytest.mark.skipif(
 LIMITS = {"process_limit": 64, "address_space_limit": 8 << 30, "file_size_limit": 32 << 20}
 SIZES = {"tmp_size": 16 << 20, "shm_size": 8 << 20}
 
+# Uids no other server on the machine hands out (they share one range by default, and a uid
+# given back is the next one any of them takes): a process of this range is this test's.
+OWN_UIDS = {"first_uid": 100_000 + os.getpid() * 8, "uids": 8}
+
 
 @pytest.fixture
 def prime_config(prime_config: dict[str, Any]) -> dict[str, Any]:
@@ -38,7 +42,7 @@ def prime_config(prime_config: dict[str, Any]) -> dict[str, Any]:
 def jp_server_config(request: pytest.FixtureRequest, prime_config: dict[str, Any]) -> Config:
     return server_config(
         prime_config,
-        Sandbox={"mode": "bwrap"},
+        Sandbox={"mode": "bwrap", **OWN_UIDS},
         KernelLimits=LIMITS,
         SandboxMounts=SIZES,
         LocalLauncher={"fork": request.param},
@@ -115,25 +119,31 @@ async def test_caps_end_in_their_own_cell(daemon, script, jp_fetch) -> None:
     assert found["tmp"] == [28, "OSError"] and found["shm"] == [28, "OSError"], found
     assert found["file"] == [27, "OSError"], found  # EFBIG: File too large
 
-    # Its kernel is gone with the session, and every process of the bomb with it.
+    # Its kernel is gone with the session, and every process of the bomb with it: the
+    # kernel's uid is given back (its kernel leaves the kernel manager) only once no process
+    # of it runs (a zombie has ended: only its parent's wait is left).
     cells = await events(daemon, bomber["id"], "cell")
     assert all(c["data"]["status"] == "ok" for c in cells)
     await daemon.store.flush()
 
-    def left() -> list[int]:
+    def running(uid: int) -> list[int]:
         out = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
                 status = Path(f"/proc/{pid}/status").read_text()
             except OSError:
                 continue
-            line = next(x for x in status.splitlines() if x.startswith("Uid:"))
-            if int(line.split()[1]) == uid:
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid and fields["State"].split()[0] not in "ZX":
                 out.append(int(pid))
         return out
 
     if os.geteuid() == 0:
-        await wait_for(lambda: not left(), 10, "every process of the agent's uid ended")
+        kernel_id = daemon.registry.get(bomber["id"]).kernel_id
+        assert kernel_id is not None and daemon.kernel_manager is not None
+        kernels = daemon.kernel_manager
+        await wait_for(lambda: kernel_id not in kernels, 60, "the bomb's kernel shut down")
+        assert running(uid) == []
 
 
 async def test_each_kernel_has_a_uid_of_its_own(daemon, script) -> None:

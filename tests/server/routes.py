@@ -52,17 +52,17 @@ _PARAMS = {
 }
 
 
-def mounted(serverapp: Any) -> set[tuple[str, str]]:
-    """(METHOD, path) of every mounted route, in the protocol's spelling (under /api/prime)."""
+def mounted(handlers: list[Any]) -> set[tuple[str, str]]:
+    """(METHOD, path) of every route of an extension's `handlers`, in the protocol's spelling
+    (under /api/prime)."""
     from tornado.web import RequestHandler
 
     out = set()
-    for app in serverapp.extension_manager.extension_apps["prime_kernel"]:
-        for pattern, handler, *_ in app.handlers:
-            path = re.sub(r"\(\?P<(\w+)>[^)]*\)", lambda m: _PARAMS[m.group(1)], pattern)
-            path = path.removeprefix("/api/prime")
-            for method in METHODS:
-                impl = getattr(handler, method, None)
-                if impl is not None and impl is not getattr(RequestHandler, method):
-                    out.add((method.upper(), path))
+    for pattern, handler, *_ in handlers:
+        path = re.sub(r"\(\?P<(\w+)>[^)]*\)", lambda m: _PARAMS[m.group(1)], pattern)
+        path = path.removeprefix("/api/prime")
+        for method in METHODS:
+            impl = getattr(handler, method, None)
+            if impl is not None and impl is not getattr(RequestHandler, method):
+                out.add((method.upper(), path))
     return out

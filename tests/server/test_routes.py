@@ -1,15 +1,17 @@
-"""The server mounts exactly the routes the protocol lists (prime_kernel.protocol.rest.ROUTES),
-so the reference (docs/reference.md) and the generated TypeScript cannot fall behind."""
+"""The extension mounts exactly the routes the protocol lists (prime_kernel.protocol.rest.ROUTES),
+so the reference (docs/reference.md) and the generated TypeScript cannot fall behind. The
+handlers are the extension app's own; no server needs to run to read them (test_auth and
+test_fuzz walk them on a running one)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from prime_kernel.protocol.rest import ROUTES
+from prime_kernel.server.app import PrimeApp
 
 from .routes import mounted
 
 
-async def test_the_mounted_routes_are_the_protocols(daemon: Any, jp_serverapp: Any) -> None:
-    listed = {(r.method, r.path) for r in ROUTES}
-    assert mounted(jp_serverapp) == listed
+def test_the_mounted_routes_are_the_protocols() -> None:
+    app = PrimeApp()
+    app.initialize_handlers()
+    assert mounted(app.handlers) == {(r.method, r.path) for r in ROUTES}
