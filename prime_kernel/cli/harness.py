@@ -357,24 +357,25 @@ def _with_daemon(args: argparse.Namespace, action: Callable[[Daemon], int]) -> i
     from ..protocol.errors import PrimeError
 
     daemon = Daemon(root_dir=str(resolved_root(args.root)))
+    harness, store = daemon.harness, daemon.store
     try:
         daemon.open()
         return action(daemon)
     except PrimeError as e:
         raise CLIError(e.message, exit_code=1) from None
     finally:
-        daemon.harness.close()
-        asyncio.run(daemon.store.close())
+        harness.close()
+        asyncio.run(store.close())
 
 
 def cmd_refine(args: argparse.Namespace) -> int:
     from .follow import StatusLine
 
     def action(daemon: Daemon) -> int:
-        h = daemon.harness
+        h, refiner, admission = daemon.harness, daemon.refiner, daemon.admission
         if args.model:
             h.refine_model = args.model
-        model = h.refine_model or daemon.admission.resolve_model(None)
+        model = h.refine_model or admission.resolve_model(None)
         status = StatusLine(sys.stderr) if sys.stderr.isatty() else None
         if status is None:
             print(f"refining with {model} (at most {h.refine_timeout:g} s)…", file=sys.stderr)
@@ -383,7 +384,7 @@ def cmd_refine(args: argparse.Namespace) -> int:
             # The model reads the prompt first (silent), then writes its reply (streamed).
             since = time.monotonic()
             while status is not None:
-                running = daemon.refiner.progress()
+                running = refiner.progress()
                 doing = (
                     f"{running[0]['chars']} characters of reply"
                     if running and running[0]["phase"] == "writing"
@@ -395,7 +396,7 @@ def cmd_refine(args: argparse.Namespace) -> int:
         async def refine() -> dict[str, Any]:
             ticker = asyncio.ensure_future(tick())
             try:
-                return await daemon.refiner.refine(
+                return await refiner.refine(
                     instructions=" ".join(args.instructions) or None,
                     author="user",
                     trigger="prime-agent refine",
@@ -451,11 +452,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:  # no daemon holds the store: verify (and learn) here
 
         def action(daemon: Daemon) -> int:
+            learner = daemon.learner
             verification.update(
                 asyncio.run(
-                    daemon.learner.verify(
-                        args.id, correct=body["correct"], by="user", note=args.note
-                    )
+                    learner.verify(args.id, correct=body["correct"], by="user", note=args.note)
                 )
             )
             return 0

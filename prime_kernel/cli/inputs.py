@@ -130,7 +130,7 @@ def config_argv(pairs: list[str]) -> list[str]:
     A setting that moved off the Daemon is passed under its new name, so that it still wins
     over `run`'s own defaults, which use the new names (a note would break the one-line
     errors a `run` promises; the server warns about old names in config files)."""
-    from ..daemon.daemon import MOVED
+    from ..daemon.moved import MOVED
 
     argv = []
     for pair in pairs:
@@ -150,7 +150,8 @@ def check_daemon_settings(pairs: list[str]) -> None:
     """The settings among `pairs` of the Daemon and of the services it builds: the name exists
     and the value parses, so a typo is one line, not a server's usage. A setting that moved
     off the Daemon (`Daemon.pool_size`) is checked where it lives now."""
-    from ..daemon.daemon import MOVED, SERVICES
+    from ..daemon.daemon import SERVICES
+    from ..daemon.moved import MOVED
 
     classes = {cls.__name__: cls for cls in SERVICES}
     for pair in pairs:

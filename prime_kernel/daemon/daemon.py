@@ -1,27 +1,31 @@
 """The daemon: owner of every session, its kernel, its loop and its durable record.
 
-`Daemon` is the composition root and the façade the server adapter and the CLI call. It builds
-the collaborators and hands each the narrow pieces it needs:
+`Daemon` is the composition root: it builds the services, hands each the narrow pieces it needs,
+wires the effects of state changes, and opens, starts and stops them. The server adapter and
+the CLI call the services themselves:
 
 - `SessionRegistry` (registry.py): every record in memory, writing through to the `Store`;
-- `EventLog` (events.py): trajectory events, scrubbed of secrets, pushed to listeners;
+- `EventLog` (events.py): trajectory events, pushed to listeners; `Secrets` (secrets.py): what
+  the store (the one door) blanks out of everything it writes;
 - `Lifecycle` (lifecycle.py): every state change and its effects;
-- `Accounting` (accounting.py): usage and budgets;
+- `Admission` (admission.py): new sessions checked, recorded and started; `Access`
+  (access.py): the session a kernel's token stands for, and what it may reach;
+- `Runs` (runs.py): runs started, woken, waited for, cancelled; `Host` (host.py): the agent
+  loop's `LoopHost`; `Answers` (answers.py): what a session answered; `KernelCustody`
+  (custody.py): its kernel;
+- `Listing` (listing.py): the JSON views of records; `Accounting`: usage and budgets;
 - `Scheduler`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Learner`, `Recovery`;
 - long-horizon control: `Goals`, `Schedules` (heartbeats), `Autonomy` (gates and
-  continuations), `Collector` (spilling REPL values);
-- `Host` (host.py): the agent loop's `LoopHost` — turns, model calls, cells, `llm()`.
+  continuations), `Collector` (spilling REPL values).
 
 Plain asyncio + jupyter_client: it never imports tornado. Everything a kernel asks for arrives
-here with the calling session already resolved from its token, so identity, depth and limits are
-decided here and nowhere else.
+with the calling session already resolved from its token, so identity, depth and limits are
+decided in the daemon's services and nowhere else.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import pickle
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -32,24 +36,17 @@ from traitlets.config import LoggingConfigurable
 
 from ..harness.harness import Harness
 from ..models.router import ModelRouter
-from ..protocol.errors import (
-    Forbidden,
-    InvalidRequest,
-    NotFound,
-)
-from ..protocol.events import EventKind
-from ..protocol.requests import SessionRequest
 from ..protocol.states import TERMINAL, SessionState
 from ..util.files import new_id
-from ..util.redact import Scrubber, daemon_secrets
 from .access import Access, TokenRegistry
 from .accounting import Accounting
 from .admission import Admission
+from .answers import Answers
 from .autonomy import Autonomy
 from .collector import Collector
 from .custody import KernelCustody
 from .disk import DiskSpace
-from .events import DeltaListener, EventLog, Listener
+from .events import EventLog
 from .gateway import GatewayLauncher
 from .goals import Goals
 from .host import Host
@@ -58,9 +55,8 @@ from .learning import Learner
 from .lifecycle import Lifecycle
 from .listing import Listing
 from .mailbox import Mailbox
-from .moved import relocate
+from .moved import MOVED, relocate
 from .passivation import Passivation, Snapshots
-from .records import SessionRecord
 from .recovery import Recovery
 from .refining import Refiner
 from .registry import SessionRegistry
@@ -68,60 +64,8 @@ from .replay import Replays
 from .runs import Runs
 from .scheduler import Scheduler
 from .schedules import Schedules
-from .session import Conversation, LiveSession
+from .secrets import Secrets
 from .store import SqliteStore, Store
-
-# Settings that moved off the Daemon to the service that reads them: `c.Daemon.<name>` still
-# works this release, with a warning (moved.py).
-MOVED = {
-    name: new_cls
-    for new_cls, names in {
-        "KernelCustody": (
-            "pool_size",
-            "kernels_ahead",
-            "kernel_start_timeout",
-            "kernel_poll_interval",
-            "cell_timeout",
-            "interrupt_grace",
-            "max_cell_output_bytes",
-            "max_kernel_restarts",
-            "keep_root_kernel",
-            "max_kept_kernels",
-            "prune_children_kernels",
-        ),
-        "Admission": (
-            "default_model",
-            "max_depth",
-            "default_budget",
-            "max_children",
-            "max_batch",
-            "max_name_chars",
-            "max_prompt_chars",
-            "max_blob_bytes",
-        ),
-        "Runs": ("loop_class",),
-        "Mailbox": (
-            "message_max_bytes",
-            "max_pending_messages",
-            "message_rate_limit",
-            "message_rate_window",
-        ),
-        "ModelRouter": ("model_timeout", "direct_openai"),
-        "Passivation": ("idle_timeout",),
-        "Recovery": ("auto_resume", "stop_snapshot_timeout"),
-        "Host": (
-            "max_turns",
-            "observation_chars",
-            "model_kwargs",
-            "compact_at",
-            "compact_keep_recent",
-            "snapshot_overhead",
-            "max_llm_batch",
-            "llm_batch_concurrency",
-        ),
-    }.items()
-    for name in names
-}
 
 _current: Daemon | None = None
 
@@ -187,12 +131,11 @@ class Daemon(LoggingConfigurable):
         self.router: ModelRouter = self.router_class(parent=self)
         make_store: Callable[[str], Store] = self.store_class
         self.store = make_store(self.store_dir)
-        self.registry = SessionRegistry()
+        self.registry = SessionRegistry(self.store)
         # Every secret the daemon knows, blanked out of whatever the store writes: the store
         # is the one door (see daemon/store), and what it returns is what memory keeps.
-        # (`c.Host.model_kwargs` is in the config, under whichever name it was given.)
-        self.scrubber = Scrubber(config=[self.config])
-        self.store.redactor = lambda: self.scrubber.redactor(self.tokens.live_tokens())
+        self.secrets = Secrets(self.config, self.tokens)
+        self.store.redactor = self.secrets.redactor
         self.event_log = EventLog(self.store)
         self.accounting = Accounting(self.registry)
         self.lifecycle = Lifecycle(self.registry, self.event_log, self.accounting)
@@ -219,6 +162,9 @@ class Daemon(LoggingConfigurable):
             self.accounting,
             self.custody.alive,
             lambda: self.admission.max_name_chars,
+            self.store,
+            # An id of this daemon's run: list cursors (`changed_after`) are only valid within it.
+            epoch=new_id(),
         )
         self.collector = Collector(
             store=self.store,
@@ -244,11 +190,17 @@ class Daemon(LoggingConfigurable):
             parent=self,
         )
         self.goals = Goals(self.registry, self.event_log, parent=self)
+        self.answers = Answers(
+            registry=self.registry,
+            store=self.store,
+            events=self.event_log,
+            put_blob=lambda data, what: self.admission.put_blob(data, what),
+        )
         self.autonomy = Autonomy(
             accounting=self.accounting,
             events=self.event_log,
             run_silent=self.custody.run_silent,
-            record_answer=self.record_answer,
+            answers=self.answers,
             workdir=lambda: str(Path(self.root_dir).resolve()),
             parent=self,
         )
@@ -266,7 +218,7 @@ class Daemon(LoggingConfigurable):
             parent=self, project_dir=str(Path(self.store_dir) / "harness")
         )
         # The harness's files and history are a store too: the same door.
-        self.harness.scrub = self.scrub
+        self.harness.scrub = self.secrets.scrub
         self.replays = Replays(self.store, self.registry)
         self.admission = Admission(
             registry=self.registry,
@@ -276,6 +228,9 @@ class Daemon(LoggingConfigurable):
             accounting=self.accounting,
             autonomy=self.autonomy,
             replays=self.replays,
+            events=self.event_log,
+            listing=self.listing,
+            start=lambda live: self.runs.start(live),
             parent=self,
         )
         self.access = Access(
@@ -283,7 +238,6 @@ class Daemon(LoggingConfigurable):
             registry=self.registry,
             events=self.event_log,
             admission=self.admission,
-            new_live=self.new_live,
         )
         self.refiner = Refiner(self)
         self.learner = Learner(
@@ -292,14 +246,21 @@ class Daemon(LoggingConfigurable):
             events=self.event_log,
             harness=self.harness,
             max_turns=lambda: self.host.max_turns,
-            scrub=self.scrub,
+            scrub=self.secrets.scrub,
             spawn=self.spawn,
         )
-        self.recovery = Recovery(self, parent=self)
+        self.recovery = Recovery(
+            registry=self.registry,
+            store=self.store,
+            lifecycle=self.lifecycle,
+            events=self.event_log,
+            snapshots=self.snapshots,
+            release=self.custody.release,
+            revoke=self.tokens.revoke,
+            parent=self,
+        )
         self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
         self.launcher: KernelLauncher | None = None
-        # An id of this daemon's run: list cursors (`changed_after`) are only valid within it.
-        self.epoch = new_id()
         self._background: set[asyncio.Task[Any]] = set()
         self._opened = False
         # Set when stop() begins: the server refuses requests from then on.
@@ -323,10 +284,10 @@ class Daemon(LoggingConfigurable):
             learner=self.learner,
             replays=self.replays,
             disk=self.disk,
-            redactor=lambda: self.scrubber.redactor(self.tokens.live_tokens()),
+            answers=self.answers,
+            redactor=self.secrets.redactor,
             turn_taken=lambda: self.refiner.turn_taken(),
             waits_after_answer=lambda live: self.runs.waits_after_answer(live),
-            record_answer=self.record_answer,
             unreachable=self._unreachable,
             parent=self,
         )
@@ -343,9 +304,9 @@ class Daemon(LoggingConfigurable):
             disk=self.disk,
             listing=self.listing,
             recovery=self.recovery,
+            answers=self.answers,
             waits=self.schedules.keeps_alive,
             has_unread=self.mailbox.has_unread,
-            record_answer=self.record_answer,
             started=self._started,
             spawn=self.spawn,
             parent=self,
@@ -354,23 +315,21 @@ class Daemon(LoggingConfigurable):
 
     def _wire_effects(self) -> None:
         lc = self.lifecycle
+        lc.on(SessionState.IDLE, self.answers.entered_idle)
         lc.on(SessionState.IDLE, self.passivation.entered_idle)
         lc.on(SessionState.IDLE, self.runs.wake_if_mail)
         lc.on(frozenset({SessionState.RUNNING, *TERMINAL}), self.passivation.cancel_timer)
         lc.on(TERMINAL, self.custody.session_ended)
         lc.on(TERMINAL, self.schedules.session_ended)
+        lc.on(TERMINAL, self.answers.session_ended)
         lc.on(SessionState.FAILED, self.refiner.session_failed)
         lc.on(SessionState.DONE, self.learner.session_done)
 
-    # -- lifecycle ------------------------------------------------------------------------
+    # -- opening, starting, stopping ------------------------------------------------------
     @property
     def started(self) -> bool:
         """Whether the daemon runs sessions yet (it takes requests a few seconds earlier)."""
         return self._started.is_set()
-
-    @property
-    def live(self) -> dict[str, LiveSession]:
-        return self.registry.live
 
     def open(self) -> None:
         """Open the store (refused if another daemon holds it) and load every record."""
@@ -399,7 +358,7 @@ class Daemon(LoggingConfigurable):
         )
         self.scheduler.on_wait = pool.fill
         await self.router.ready()
-        self.recovery.resume()
+        self.runs.take_back(self.recovery.resume())
         self.schedules.start()  # after resume(): ticks go to the sessions it took back
         self.spawn(self.listing.prepare(), "prepare-lists")
         self._started.set()
@@ -419,7 +378,7 @@ class Daemon(LoggingConfigurable):
                 **common,
             )
             # Never recorded: what the gateway authenticates us with.
-            self.scrubber.add(gateway.auth_token, *gateway.headers.values())
+            self.secrets.add(gateway.auth_token, *gateway.headers.values())
             return gateway
         launcher: KernelLauncher = self.kernel_launcher_class(**common)
         return launcher
@@ -448,27 +407,6 @@ class Daemon(LoggingConfigurable):
         task.add_done_callback(self._background.discard)
         return task
 
-    def add_listener(self, listener: Listener) -> None:
-        self.event_log.add_listener(listener)
-
-    def remove_listener(self, listener: Listener) -> None:
-        self.event_log.remove_listener(listener)
-
-    def add_delta_listener(self, listener: DeltaListener) -> None:
-        """Told of each piece of a streamed model reply (never stored: see streaming.py)."""
-        self.event_log.add_delta_listener(listener)
-
-    def scrub(self, value: Any) -> Any:
-        """`value` without any secret the daemon knows (tokens, keys, the server's token)."""
-        return self.scrubber.scrub(value, self.tokens.live_tokens())
-
-    def secrets(self) -> set[str]:
-        """Every secret the daemon knows now (an export redacts them all)."""
-        return daemon_secrets(self)
-
-    def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
-        return self.event_log.emit(live.record, kind, data)
-
     def _unreachable(self) -> str:
         """What to tell of a kernel that cannot reach the daemon: the URL it was given."""
         if not self.gateway_url:
@@ -477,125 +415,6 @@ class Daemon(LoggingConfigurable):
             f" (c.Daemon.public_url, {self.public_url or self.server_url}, must be an "
             "address the gateway's kernels can reach)"
         )
-
-    # -- creating sessions ----------------------------------------------------------------
-    def new_live(self, record: SessionRecord) -> LiveSession:
-        sid = record.id
-        live = LiveSession(
-            record,
-            Conversation(
-                on_append=lambda ms: self.store.append_conversation(sid, ms),
-                on_replace=lambda ms: self.store.replace_conversation(sid, ms),
-            ),
-        )
-        self.registry.live[sid] = live
-        return live
-
-    async def create_session(
-        self, request: SessionRequest, *, parent_id: str | None = None
-    ) -> dict[str, Any]:
-        """Admit a new agent session and start running it; returns its record at once."""
-        [session] = await self.create_sessions([request], parent_id=parent_id)
-        return session
-
-    async def create_sessions(
-        self, requests: list[SessionRequest], *, parent_id: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Admit sessions (a root, a child, an rlm.map()'s children: all or none) and start
-        running them; returns their records at once."""
-        parent = self.registry.get(parent_id) if parent_id else None
-        requests = [await self.admission.store_context(r) for r in requests]
-        records = await self.admission.requests(parent, requests)
-        for record in records:
-            self._launch(record, parent)
-        return [self.session_json(r.id) for r in records]
-
-    def _launch(self, record: SessionRecord, parent: SessionRecord | None) -> None:
-        live = self.new_live(self.admission.record(record))
-        task_data: dict[str, Any] = {
-            "prompt": record.prompt,
-            "model": record.model,
-            "budget": record.budget,
-        }
-        if record.context_type:
-            task_data["context_type"] = record.context_type
-        self.emit(live, EventKind.TASK, task_data)
-        self.emit(live, EventKind.STATE, {"state": SessionState.ADMITTED.value})
-        if parent is not None:
-            child = {"child_id": record.id, "name": record.name, "prompt": record.prompt}
-            self.event_log.emit(parent, EventKind.CHILD, child)
-        self.runs.start(live)
-
-    # -- answers --------------------------------------------------------------------------
-    async def answer(self, live: LiveSession, data: bytes | bytearray, text: str) -> None:
-        """answer(value) from `live`'s kernel: `data` is the value pickled, kept as it came."""
-        _check_answering(live)
-        if not data:
-            raise InvalidRequest("answer() sends its value pickled as the body; it was empty")
-        self.record_answer(live, await self.admission.put_blob(data, "the answer"), text, "answer")
-
-    def record_answer(self, live: LiveSession, blob: str | None, text: str, kind: str) -> None:
-        _check_answering(live)
-        live.answered = True
-        live.record.update(answer_repr=text, answer_blob=blob)
-        text = live.record.answer_repr or ""  # as stored: scrubbed
-        event = {"repr": text, "kind": kind}
-        if live.held is not None:
-            live.held.append((EventKind.ANSWER, event))  # after the cell that answered
-        else:
-            self.emit(live, EventKind.ANSWER, event)
-        if live.state == SessionState.IDLE:
-            live.settled.set()
-
-    async def answer_bytes(self, session_id: str) -> bytes:
-        record = self.registry.get(session_id)
-        if record.answer_blob is None and record.answer_repr is not None:
-            return pickle.dumps(record.answer_repr)  # a reply: the text is the answer
-        if not record.answer_blob or not self.store.has_blob(record.answer_blob):
-            raise NotFound(f"session {session_id} has no answer")
-        return await self.store.get_blob(record.answer_blob)
-
-    async def context_bytes(self, session_id: str) -> bytes:
-        record = self.registry.get(session_id)
-        if not record.context_blob or not self.store.has_blob(record.context_blob):
-            raise NotFound(f"session {session_id} has no context")
-        return await self.store.get_blob(record.context_blob)
-
-    # -- reading --------------------------------------------------------------------------
-    def session_json(self, session_id: str) -> dict[str, Any]:
-        return self.listing.full(session_id)
-
-    def list_json(
-        self,
-        *,
-        states: list[str] | None = None,
-        root_id: str | None = None,
-        parent_id: str | None = None,
-        limit: int | None = None,
-        changed_after: int | None = None,
-    ) -> str:
-        """Records matching the filters (newest first: the order they were admitted in), brief,
-        as JSON text; `changed_after` (a `cursor` of an earlier list of the same `epoch`) keeps
-        only what changed since."""
-        return self.listing.text(
-            states=states,
-            root_id=root_id,
-            parent_id=parent_id,
-            limit=limit,
-            changed_after=changed_after,
-            epoch=self.epoch,
-        )
-
-    def list_sessions(self, **filters: Any) -> dict[str, Any]:
-        """`list_json` as a dict: `{"sessions": [Session], "cursor", "epoch"}`."""
-        return dict(json.loads(self.list_json(**filters)))
-
-    async def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
-        self.registry.get(session_id)
-        return await self.store.events(session_id, after=after)
-
-    def descendant_ids(self, session_id: str) -> list[str]:
-        return [r.id for r in self.registry.descendants(session_id)]
 
 
 # The classes whose settings a daemon reads: itself and the services it builds.
@@ -610,8 +429,3 @@ SERVICES: tuple[type[LoggingConfigurable], ...] = (
     Passivation,
     Recovery,
 )
-
-
-def _check_answering(live: LiveSession) -> None:
-    if not live.record.is_agent:
-        raise Forbidden("answer() is for agent sessions; this kernel is not running one")

@@ -35,7 +35,7 @@ from . import (
     sessions,
     status,
 )
-from .base import NoRouteHandler
+from .base import SERVICES, NoRouteHandler
 from .kernel_socket import KernelSocket
 
 # The event-bus schema of our notifications: the protocol's, with what jupyter_events needs.
@@ -91,7 +91,7 @@ class PrimeApp(ExtensionApp):
                 log=self.log,
             )
             # Never recorded: the server's token and key-like values of the server's config.
-            daemon.scrubber.add(
+            daemon.secrets.add(
                 getattr(serverapp.identity_provider, "token", "") or "",
                 *config_secrets(serverapp.config),
             )
@@ -113,13 +113,16 @@ class PrimeApp(ExtensionApp):
             self.log.warning("Prime: %s", warning)
         self.settings["prime_sandbox"] = self.sandbox
         self.settings["prime_daemon"] = self.daemon
+        for name in SERVICES:
+            self.settings[f"prime_{name}"] = getattr(self.daemon, name)
         # ServerApp creates its event logger before it loads extensions.
         assert serverapp.event_logger is not None
         serverapp.event_logger.register_event_schema(EVENT_SCHEMA)
         serverapp.event_logger.register_event_schema(DELTA_SCHEMA)
-        self.daemon.add_listener(self._emit)
-        self.daemon.add_delta_listener(self._emit_delta)
-        grants = self.settings["prime_grants"] = status.Grants(self.daemon)
+        events = self.daemon.event_log
+        events.add_listener(self._emit)
+        events.add_delta_listener(self._emit_delta)
+        grants = self.settings["prime_grants"] = status.Grants(self.daemon.tokens)
         serverapp.event_logger.add_listener(
             schema_id=status.KERNEL_ACTIONS, listener=grants.on_kernel_action
         )

@@ -13,7 +13,7 @@ from prime_kernel.protocol.requests import SessionRequest
 
 
 async def finish(daemon: Daemon, model: str, **options: Any) -> dict[str, Any]:
-    record = await daemon.create_session(SessionRequest("task", model=model, **options))
+    record = await daemon.admission.create_session(SessionRequest("task", model=model, **options))
     return await daemon.runs.wait(record["id"], 120)
 
 
@@ -149,7 +149,7 @@ async def test_the_coder_profile_looks_at_context_and_retries_from_a_clean_slate
     model = script([turn] * 5, tools=False)
     monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
     blob = await daemon.store.put_blob(pickle.dumps(list(range(10_000))))
-    record = await daemon.create_session(
+    record = await daemon.admission.create_session(
         SessionRequest("Sum context", model=model, context_blob=blob, context_type="list")
     )
     result = await daemon.runs.wait(record["id"], 120)
@@ -187,7 +187,7 @@ async def test_the_coder_profile_refuses_an_example_copied_whole(
 
     model = script([turn] * 5, tools=False)
     monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
-    record = await daemon.create_session(SessionRequest(task, model=model))
+    record = await daemon.admission.create_session(SessionRequest(task, model=model))
     result = await daemon.runs.wait(record["id"], 120)
     assert result["state"] == "DONE" and result["answer_repr"] == "'koobeton'", result["error"]
     # The copy never ran (its answer would have been the example's); the retry was told why.

@@ -91,7 +91,7 @@ async def test_export_through_running_daemon_redacts_its_secrets(
     model = script([{"code": f"print({server_token!r})"}, {"text": "ok"}])
     record = await finish(daemon, "leak", model)
     # The daemon never even stores the token (it scrubs what it records) ...
-    cell = next(e for e in await daemon.events(record["id"]) if e["kind"] == "cell")["data"]
+    cell = next(e for e in await daemon.listing.events(record["id"]) if e["kind"] == "cell")["data"]
     assert cell["outputs"][0]["text"].strip() == "[REDACTED]"
 
     jp_serverapp.write_server_info_file()  # what `jupyter lab` does: the CLI now finds it

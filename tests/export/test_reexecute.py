@@ -34,7 +34,7 @@ async def test_reexecute_on_the_prime_agent_kernel(daemon, script, exporter, tmp
     record = await finish(daemon, "compute", model)
     child_id = record["children"][0]
     await export_to(
-        daemon, exporter, record["id"], tmp_path / "tree", subtree=True, with_context=True
+        daemon.listing, exporter, record["id"], tmp_path / "tree", subtree=True, with_context=True
     )
 
     # The root's plain cells (its rlm() cell needs a daemon's session, so it is left out).
