@@ -50,7 +50,7 @@ from .events import EventLog
 from .gateway import GatewayLauncher
 from .goals import Goals
 from .host import Host
-from .launcher import KernelLauncher, LocalLauncher
+from .launcher import KernelLauncher, KernelLink, LocalLauncher
 from .learning import Learner
 from .lifecycle import Lifecycle
 from .listing import Listing
@@ -66,13 +66,6 @@ from .scheduler import Scheduler
 from .schedules import Schedules
 from .secrets import Secrets
 from .store import SqliteStore, Store
-
-_current: Daemon | None = None
-
-
-def current_daemon() -> Daemon | None:
-    """The daemon running in this process, if any (the provisioner asks for it)."""
-    return _current
 
 
 class Daemon(LoggingConfigurable):
@@ -261,6 +254,7 @@ class Daemon(LoggingConfigurable):
         )
         self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
         self.launcher: KernelLauncher | None = None
+        self.link: KernelLink | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._opened = False
         # Set when stop() begins: the server refuses requests from then on.
@@ -342,9 +336,7 @@ class Daemon(LoggingConfigurable):
         self.recovery.adopt()
 
     async def start(self) -> None:
-        global _current
         self.open()
-        _current = self
         if self.kernel_manager is None:
             self.kernel_manager = AsyncMultiKernelManager()
         # Agents work in the root (their relative paths, exports included, land there).
@@ -364,8 +356,13 @@ class Daemon(LoggingConfigurable):
         self._started.set()
 
     def _make_launcher(self) -> KernelLauncher:
+        # What the Prime provisioner connects the kernels it launches with (provisioner.py).
+        self.link = KernelLink(
+            self.url, self.tokens, self.root_dir, self.store_dir, self.admission.max_blob_bytes
+        )
         common = {
             "parent": self,
+            "link": self.link,
             "kernel_manager": self.kernel_manager,
             "kernel_name": self.kernel_name,
             "start_timeout": self.custody.kernel_start_timeout,
@@ -385,7 +382,6 @@ class Daemon(LoggingConfigurable):
 
     async def stop(self) -> None:
         """A clean stop: what runs is stopped and left resumable, REPLs are snapshotted."""
-        global _current
         self.stopping = True
         await self.recovery.suspend_all()
         for task in list(self._background):
@@ -397,8 +393,6 @@ class Daemon(LoggingConfigurable):
         await self.router.close()
         await self.store.close()
         self.harness.close()
-        if _current is self:
-            _current = None
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "") -> asyncio.Task[Any]:
         """A background task of this daemon (cancelled when it stops)."""

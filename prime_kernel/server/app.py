@@ -132,7 +132,7 @@ class PrimeApp(ExtensionApp):
         if self.connect_all_kernels:
             factory = KernelProvisionerFactory.instance()
             self._default_provisioner = factory.default_provisioner_name
-            factory.default_provisioner_name = "prime-provisioner"
+            factory.default_provisioner_name = kernel_manager.PROVISIONER
 
     def _unavailable(self, error: BaseException) -> None:
         """The daemon cannot run (its store is damaged, another daemon holds it, ...): say so
@@ -179,6 +179,9 @@ class PrimeApp(ExtensionApp):
                 await self.daemon.stop()
             self._unavailable(e)
             return
+        # The Prime kernels people start call the daemon too (agent kernels get theirs as
+        # the daemon starts them).
+        kernel_manager.connect(self.serverapp.kernel_manager, self.daemon.link)
         self.log.info("Prime daemon started; store at %s", self.daemon.store_dir)
 
     async def stop_extension(self) -> None:
@@ -188,6 +191,8 @@ class PrimeApp(ExtensionApp):
             self.serverapp.event_logger.remove_listener(
                 schema_id=status.KERNEL_ACTIONS, listener=self._kernel_action
             )
+        if self.serverapp is not None:
+            kernel_manager.connect(self.serverapp.kernel_manager, None)
         if self.daemon is not None:
             await self.daemon.stop()
         if self._kernel_socket is not None:
