@@ -1,26 +1,10 @@
 """The daemon: owner of every session, its kernel, its loop and its durable record.
 
-`Daemon` is the composition root: it builds the services, hands each the narrow pieces it needs,
-wires the effects of state changes, and opens, starts and stops them. The server adapter and
-the CLI call the services themselves:
-
-- `SessionRegistry` (registry.py): every record in memory, writing through to the `Store`;
-- `EventLog` (events.py): trajectory events, pushed to listeners; `Secrets` (secrets.py): what
-  the store (the one door) blanks out of everything it writes;
-- `Lifecycle` (lifecycle.py): every state change and its effects;
-- `Admission` (admission.py): new sessions checked, recorded and started; `Access`
-  (access.py): the session a kernel's token stands for, and what it may reach;
-- `Runs` (runs.py): runs started, woken, waited for, cancelled; `Host` (host.py): the agent
-  loop's `LoopHost`; `Answers` (answers.py): what a session answered; `KernelCustody`
-  (custody.py): its kernel;
-- `Listing` (listing.py): the JSON views of records; `Accounting`: usage and budgets;
-- `Scheduler`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Learner`, `Recovery`;
-- long-horizon control: `Goals`, `Schedules` (heartbeats), `Autonomy` (gates and
-  continuations), `Collector` (spilling REPL values).
-
-Plain asyncio + jupyter_client: it never imports tornado. Everything a kernel asks for arrives
-with the calling session already resolved from its token, so identity, depth and limits are
-decided in the daemon's services and nowhere else.
+`Daemon` is the composition root: it builds the services (admission, runs, the loop's host,
+answers, kernel custody, access, listing, the mailbox, schedules, recovery, ...), hands each the
+narrow pieces it needs, wires the effects of state changes, and opens, starts and stops them;
+the server adapter and the CLI call the services themselves. Plain asyncio + jupyter_client: it
+never imports tornado.
 """
 
 from __future__ import annotations
@@ -120,153 +104,138 @@ class Daemon(LoggingConfigurable):
         super().__init__(**kwargs)
         for note in moved:
             self.log.warning(note)
-        self.tokens = TokenRegistry()
+        self.tokens = tokens = TokenRegistry()
         self.router: ModelRouter = self.router_class(parent=self)
         make_store: Callable[[str], Store] = self.store_class
-        self.store = make_store(self.store_dir)
-        self.registry = SessionRegistry(self.store)
+        self.store = store = make_store(self.store_dir)
+        self.registry = registry = SessionRegistry(store)
         # Every secret the daemon knows, blanked out of whatever the store writes: the store
         # is the one door (see daemon/store), and what it returns is what memory keeps.
-        self.secrets = Secrets(self.config, self.tokens)
-        self.store.redactor = self.secrets.redactor
-        self.event_log = EventLog(self.store)
-        self.accounting = Accounting(self.registry)
-        self.lifecycle = Lifecycle(self.registry, self.event_log, self.accounting)
+        self.secrets = secrets = Secrets(self.config, tokens)
+        store.redactor = secrets.redactor
+        self.event_log = events = EventLog(store)
+        self.accounting = accounting = Accounting(registry)
+        self.lifecycle = lifecycle = Lifecycle(registry, events, accounting)
         self.scheduler = Scheduler(self.max_concurrent)
-        self.snapshots = Snapshots(
-            self.store,
-            self.event_log,
-            lambda: self.custody.cell_timeout,
-            cap=lambda: self.collector.snapshot_cap,
+        self.harness: Harness = self.harness_class(
+            parent=self, project_dir=str(Path(self.store_dir) / "harness")
         )
-        self.custody = KernelCustody(
-            registry=self.registry,
-            store=self.store,
-            events=self.event_log,
-            lifecycle=self.lifecycle,
-            tokens=self.tokens,
+        self.harness.scrub = secrets.scrub  # its files and history are a store too: one door
+        self.replays = Replays(store, registry)
+        self.disk = DiskSpace(self.root_dir, self.store_dir, store, parent=self)
+        self.goals = Goals(registry, events, parent=self)
+        self._background: set[asyncio.Task[Any]] = set()
+
+        # Kernels: a session's kernel, its REPL's snapshots, what its REPL keeps.
+        self.snapshots = Snapshots(store, events, self._cell_timeout, cap=self._snapshot_cap)
+        self.custody = custody = KernelCustody(
+            registry=registry,
+            store=store,
+            events=events,
+            lifecycle=lifecycle,
+            tokens=tokens,
             snapshots=self.snapshots,
             spawn=self.spawn,
             on_user_cell=lambda live, cell: self.host.on_user_cell(live, cell),
             parent=self,
         )
-        self.listing = Listing(
-            self.registry,
-            self.accounting,
-            self.custody.alive,
-            lambda: self.admission.max_name_chars,
-            self.store,
-            # An id of this daemon's run: list cursors (`changed_after`) are only valid within it.
-            epoch=new_id(),
-        )
         self.collector = Collector(
-            store=self.store,
-            events=self.event_log,
-            run_silent=self.custody.run_silent,
-            timeout=lambda: self.custody.cell_timeout,
+            store=store,
+            events=events,
+            run_silent=custody.run_silent,
+            timeout=self._cell_timeout,
             parent=self,
         )
         self.passivation = Passivation(
-            self.lifecycle,
+            lifecycle,
             self.snapshots,
-            self.custody.release,
+            custody.release,
             self.spawn,
             before_save=lambda live: self.collector.auto_spill(live, "passivation"),
             parent=self,
         )
-        self.mailbox = Mailbox(
-            registry=self.registry,
-            store=self.store,
-            events=self.event_log,
-            scheduler=self.scheduler,
-            wake=lambda live: self.runs.wake(live),
+        self.recovery = Recovery(
+            registry=registry,
+            store=store,
+            lifecycle=lifecycle,
+            events=events,
+            snapshots=self.snapshots,
+            release=custody.release,
+            revoke=tokens.revoke,
             parent=self,
         )
-        self.goals = Goals(self.registry, self.event_log, parent=self)
-        self.answers = Answers(
-            registry=self.registry,
-            store=self.store,
-            events=self.event_log,
-            put_blob=lambda data, what: self.admission.put_blob(data, what),
+
+        # Sessions: admitted, reached, answering, listed; their mail and heartbeats.
+        self.listing = Listing(
+            registry,
+            accounting,
+            custody.alive,
+            lambda: self.admission.max_name_chars,
+            store,
+            epoch=new_id(),  # list cursors (`changed_after`) are only valid within this run
+        )
+        self.answers = answers = Answers(
+            registry=registry, store=store, events=events, put_blob=self._put_blob
         )
         self.autonomy = Autonomy(
-            accounting=self.accounting,
-            events=self.event_log,
-            run_silent=self.custody.run_silent,
-            answers=self.answers,
+            accounting=accounting,
+            events=events,
+            run_silent=custody.run_silent,
+            answers=answers,
             workdir=lambda: str(Path(self.root_dir).resolve()),
             parent=self,
         )
-        self.schedules = Schedules(
-            store=self.store,
-            registry=self.registry,
-            mailbox=self.mailbox,
-            events=self.event_log,
-            accounting=self.accounting,
-            spawn=self.spawn,
-            released=lambda session_id: self.runs.released(session_id),
-            parent=self,
-        )
-        self.harness: Harness = self.harness_class(
-            parent=self, project_dir=str(Path(self.store_dir) / "harness")
-        )
-        # The harness's files and history are a store too: the same door.
-        self.harness.scrub = self.secrets.scrub
-        self.replays = Replays(self.store, self.registry)
         self.admission = Admission(
-            registry=self.registry,
-            store=self.store,
+            registry=registry,
+            store=store,
             router=self.router,
             harness=self.harness,
-            accounting=self.accounting,
+            accounting=accounting,
             autonomy=self.autonomy,
             replays=self.replays,
-            events=self.event_log,
+            events=events,
             listing=self.listing,
             start=lambda live: self.runs.start(live),
             parent=self,
         )
         self.access = Access(
-            tokens=self.tokens,
-            registry=self.registry,
-            events=self.event_log,
-            admission=self.admission,
+            tokens=tokens, registry=registry, events=events, admission=self.admission
+        )
+        self.mailbox = Mailbox(
+            registry=registry,
+            store=store,
+            events=events,
+            scheduler=self.scheduler,
+            wake=lambda live: self.runs.wake(live),
+            parent=self,
+        )
+        self.schedules = Schedules(
+            store=store,
+            registry=registry,
+            mailbox=self.mailbox,
+            events=events,
+            accounting=accounting,
+            spawn=self.spawn,
+            released=lambda session_id: self.runs.released(session_id),
+            parent=self,
         )
         self.refiner = Refiner(self)
         self.learner = Learner(
-            registry=self.registry,
-            store=self.store,
-            events=self.event_log,
+            registry=registry,
+            store=store,
+            events=events,
             harness=self.harness,
             max_turns=lambda: self.host.max_turns,
-            scrub=self.secrets.scrub,
+            scrub=secrets.scrub,
             spawn=self.spawn,
         )
-        self.recovery = Recovery(
-            registry=self.registry,
-            store=self.store,
-            lifecycle=self.lifecycle,
-            events=self.event_log,
-            snapshots=self.snapshots,
-            release=self.custody.release,
-            revoke=self.tokens.revoke,
-            parent=self,
-        )
-        self.disk = DiskSpace(self.root_dir, self.store_dir, self.store, parent=self)
-        self.launcher: KernelLauncher | None = None
-        self.link: KernelLink | None = None
-        self._background: set[asyncio.Task[Any]] = set()
-        self._opened = False
-        # Set when stop() begins: the server refuses requests from then on.
-        self.stopping = False
-        # Set once start() made the pool: the server takes requests before that (start runs
-        # after it listens and imports litellm), so sessions created early wait for it.
-        self._started = asyncio.Event()
+
+        # Runs: the agent loop's host, and what starts, wakes and settles a run.
         self.host = Host(
             router=self.router,
-            events=self.event_log,
-            accounting=self.accounting,
-            custody=self.custody,
+            events=events,
+            accounting=accounting,
+            custody=custody,
             snapshots=self.snapshots,
             passivation=self.passivation,
             mailbox=self.mailbox,
@@ -278,19 +247,22 @@ class Daemon(LoggingConfigurable):
             learner=self.learner,
             replays=self.replays,
             disk=self.disk,
-            answers=self.answers,
-            redactor=self.secrets.redactor,
+            answers=answers,
+            redactor=secrets.redactor,
             turn_taken=lambda: self.refiner.turn_taken(),
             waits_after_answer=lambda live: self.runs.waits_after_answer(live),
-            unreachable=self._unreachable,
+            unreachable=lambda: self.launcher.unreachable() if self.launcher else "",
             parent=self,
         )
+        # Set once start() made the pool: the server takes requests before that (start runs
+        # after it listens and imports litellm), so sessions created early wait for it.
+        self._started = asyncio.Event()
         self.runs = Runs(
             host=self.host,
-            registry=self.registry,
-            lifecycle=self.lifecycle,
+            registry=registry,
+            lifecycle=lifecycle,
             scheduler=self.scheduler,
-            custody=self.custody,
+            custody=custody,
             snapshots=self.snapshots,
             passivation=self.passivation,
             replays=self.replays,
@@ -298,14 +270,27 @@ class Daemon(LoggingConfigurable):
             disk=self.disk,
             listing=self.listing,
             recovery=self.recovery,
-            answers=self.answers,
+            answers=answers,
             waits=self.schedules.keeps_alive,
             has_unread=self.mailbox.has_unread,
             started=self._started,
             spawn=self.spawn,
             parent=self,
         )
+        self.launcher: KernelLauncher | None = None
+        self.link: KernelLink | None = None
+        self._opened = False
+        self.stopping = False  # set when stop() begins: the server refuses requests from then on
         self._wire_effects()
+
+    def _cell_timeout(self) -> float:
+        return self.custody.cell_timeout
+
+    def _snapshot_cap(self) -> int:
+        return self.collector.snapshot_cap
+
+    async def _put_blob(self, data: bytes | bytearray, what: str) -> str:
+        return await self.admission.put_blob(data, what)
 
     def _wire_effects(self) -> None:
         lc = self.lifecycle
@@ -400,15 +385,6 @@ class Daemon(LoggingConfigurable):
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
-
-    def _unreachable(self) -> str:
-        """What to tell of a kernel that cannot reach the daemon: the URL it was given."""
-        if not self.gateway_url:
-            return ""
-        return (
-            f" (c.Daemon.public_url, {self.public_url or self.server_url}, must be an "
-            "address the gateway's kernels can reach)"
-        )
 
 
 # The classes whose settings a daemon reads: itself and the services it builds.

@@ -191,6 +191,11 @@ class KernelLauncher(LoggingConfigurable):
             "connection_file": km.connection_file,
         }
 
+    def unreachable(self) -> str:
+        """What to add when one of its kernels says it cannot reach the daemon (nothing: a
+        kernel of this server reaches it on its own socket)."""
+        return ""
+
     async def stop_leftover(self, record: dict[str, Any]) -> bool | None:
         """Stop a kernel a previous daemon left elsewhere than on this host (its `record`,
         with the `gateway` it ran on): True once it is gone, False if it could not be

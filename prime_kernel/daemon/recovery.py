@@ -42,17 +42,17 @@ from traitlets.config import LoggingConfigurable
 
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
-from .events import EventLog
-from .lifecycle import Lifecycle
-from .passivation import Snapshots
 from .policy import code_blocks
 from .records import SessionRecord
-from .registry import SessionRegistry
 from .session import LiveSession
-from .store import Store
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (`prime-agent sessions` reads `unattended` and imports nothing heavy)
+    from .events import EventLog
     from .launcher import KernelLauncher
+    from .lifecycle import Lifecycle
+    from .passivation import Snapshots
+    from .registry import SessionRegistry
+    from .store import Store
 
 RESTARTED = (
     "The daemon that ran this session stopped (a restart or a crash) and a new one took it up."
