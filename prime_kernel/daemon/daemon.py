@@ -1,16 +1,13 @@
-"""The daemon: owner of every session, its kernel, its loop and its durable record.
-
-`Daemon` is the composition root: it builds the services (admission, runs, the loop's host,
-answers, kernel custody, access, listing, the mailbox, schedules, recovery, ...), hands each the
-narrow pieces it needs, wires the effects of state changes, and opens, starts and stops them;
-the server adapter and the CLI call the services themselves. Plain asyncio + jupyter_client: it
-never imports tornado.
+"""The daemon: the composition root. It builds the services (admission, runs, the loop's host,
+answers, kernel custody, access, listing, mail, schedules, recovery, ...), hands each the narrow
+pieces it needs, wires the effects of state changes, and opens, starts and stops them; the
+server adapter and the CLI call the services themselves. Plain asyncio: it never imports tornado.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +47,7 @@ from .scheduler import Scheduler
 from .schedules import Schedules
 from .secrets import Secrets
 from .store import SqliteStore, Store
+from .tasks import Background
 
 
 class Daemon(LoggingConfigurable):
@@ -69,27 +67,23 @@ class Daemon(LoggingConfigurable):
     harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
     store_class = Type(SqliteStore, klass=Store, config=True, help="The store implementation.")
     kernel_launcher_class = Type(
-        LocalLauncher,
-        klass=KernelLauncher,
-        config=True,
+        LocalLauncher, klass=KernelLauncher, config=True,
         help="Where agent kernels run: LocalLauncher (kernels of this server, forked from a "
         "template; see c.LocalLauncher) or another KernelLauncher.",
-    )
+    )  # fmt: skip
 
     gateway_url = Unicode(
-        "",
-        config=True,
+        "", config=True,
         help="Start agent kernels on this Jupyter Kernel Gateway or Enterprise Gateway "
         "(http(s)://host:port) instead of locally; notebooks stay local. Auth and more: "
         "c.GatewayLauncher (see docs/gateway.md).",
-    )
+    )  # fmt: skip
     public_url = Unicode(
-        "",
-        config=True,
+        "", config=True,
         help="This server's URL as the gateway's kernels reach it (http(s)://host:port/base/): "
         "they call the daemon there, with their session's token. Default: the URL the server "
         "listens on (right when the gateway runs on this host).",
-    )
+    )  # fmt: skip
 
     kernel_manager = Instance(AsyncMultiKernelManager, allow_none=True)
     url = Unicode("", help="Base URL kernels call back to (set by the server adapter).")
@@ -109,8 +103,7 @@ class Daemon(LoggingConfigurable):
         make_store: Callable[[str], Store] = self.store_class
         self.store = store = make_store(self.store_dir)
         self.registry = registry = SessionRegistry(store)
-        # Every secret the daemon knows, blanked out of whatever the store writes: the store
-        # is the one door (see daemon/store), and what it returns is what memory keeps.
+        # Secrets: the store (the one door, see daemon/store) blanks them out of all it writes.
         self.secrets = secrets = Secrets(self.config, tokens)
         store.redactor = secrets.redactor
         self.event_log = events = EventLog(store)
@@ -124,173 +117,94 @@ class Daemon(LoggingConfigurable):
         self.replays = Replays(store, registry)
         self.disk = DiskSpace(self.root_dir, self.store_dir, store, parent=self)
         self.goals = Goals(registry, events, parent=self)
-        self._background: set[asyncio.Task[Any]] = set()
-
+        self.background = Background()
+        self.spawn = self.background.spawn
+        # The wiring below is laid out as tables, a few peers a line (`fmt: skip`).
         # Kernels: a session's kernel, its REPL's snapshots, what its REPL keeps.
-        self.snapshots = Snapshots(store, events, self._cell_timeout, cap=self._snapshot_cap)
+        self.snapshots = Snapshots(
+            store, events, lambda: self.custody.cell_timeout,
+            cap=lambda: self.collector.snapshot_cap,
+        )  # fmt: skip
         self.custody = custody = KernelCustody(
-            registry=registry,
-            store=store,
-            events=events,
-            lifecycle=lifecycle,
-            tokens=tokens,
-            snapshots=self.snapshots,
-            spawn=self.spawn,
+            registry=registry, store=store, events=events, lifecycle=lifecycle, tokens=tokens,
+            snapshots=self.snapshots, spawn=self.spawn, parent=self,
             on_user_cell=lambda live, cell: self.host.on_user_cell(live, cell),
-            parent=self,
-        )
+        )  # fmt: skip
         self.collector = Collector(
-            store=store,
-            events=events,
-            run_silent=custody.run_silent,
-            timeout=self._cell_timeout,
-            parent=self,
-        )
+            store=store, events=events, run_silent=custody.run_silent,
+            timeout=lambda: custody.cell_timeout, parent=self,
+        )  # fmt: skip
         self.passivation = Passivation(
-            lifecycle,
-            self.snapshots,
-            custody.release,
-            self.spawn,
+            lifecycle, self.snapshots, custody.release, self.spawn, parent=self,
             before_save=lambda live: self.collector.auto_spill(live, "passivation"),
-            parent=self,
-        )
+        )  # fmt: skip
         self.recovery = Recovery(
-            registry=registry,
-            store=store,
-            lifecycle=lifecycle,
-            events=events,
-            snapshots=self.snapshots,
-            release=custody.release,
-            revoke=tokens.revoke,
-            parent=self,
-        )
-
+            registry=registry, store=store, lifecycle=lifecycle, events=events,
+            snapshots=self.snapshots, release=custody.release, revoke=tokens.revoke, parent=self,
+        )  # fmt: skip
         # Sessions: admitted, reached, answering, listed; their mail and heartbeats.
         self.listing = Listing(
-            registry,
-            accounting,
-            custody.alive,
-            lambda: self.admission.max_name_chars,
-            store,
+            registry, accounting, custody.alive, lambda: self.admission.max_name_chars, store,
             epoch=new_id(),  # list cursors (`changed_after`) are only valid within this run
-        )
+        )  # fmt: skip
         self.answers = answers = Answers(
-            registry=registry, store=store, events=events, put_blob=self._put_blob
-        )
+            registry=registry, store=store, events=events,
+            put_blob=lambda data, what: self.admission.put_blob(data, what),
+        )  # fmt: skip
         self.autonomy = Autonomy(
-            accounting=accounting,
-            events=events,
-            run_silent=custody.run_silent,
-            answers=answers,
-            workdir=lambda: str(Path(self.root_dir).resolve()),
-            parent=self,
-        )
+            accounting=accounting, events=events, run_silent=custody.run_silent,
+            answers=answers, workdir=lambda: str(Path(self.root_dir).resolve()), parent=self,
+        )  # fmt: skip
         self.admission = Admission(
-            registry=registry,
-            store=store,
-            router=self.router,
-            harness=self.harness,
-            accounting=accounting,
-            autonomy=self.autonomy,
-            replays=self.replays,
-            events=events,
-            listing=self.listing,
-            start=lambda live: self.runs.start(live),
-            parent=self,
-        )
+            registry=registry, store=store, router=self.router, harness=self.harness,
+            accounting=accounting, autonomy=self.autonomy, replays=self.replays, events=events,
+            listing=self.listing, start=lambda live: self.runs.start(live), parent=self,
+        )  # fmt: skip
         self.access = Access(
             tokens=tokens, registry=registry, events=events, admission=self.admission
         )
         self.mailbox = Mailbox(
-            registry=registry,
-            store=store,
-            events=events,
-            scheduler=self.scheduler,
-            wake=lambda live: self.runs.wake(live),
-            parent=self,
-        )
+            registry=registry, store=store, events=events, scheduler=self.scheduler,
+            wake=lambda live: self.runs.wake(live), parent=self,
+        )  # fmt: skip
         self.schedules = Schedules(
-            store=store,
-            registry=registry,
-            mailbox=self.mailbox,
-            events=events,
-            accounting=accounting,
-            spawn=self.spawn,
+            store=store, registry=registry, mailbox=self.mailbox, events=events,
+            accounting=accounting, spawn=self.spawn, parent=self,
             released=lambda session_id: self.runs.released(session_id),
-            parent=self,
-        )
+        )  # fmt: skip
         self.refiner = Refiner(self)
         self.learner = Learner(
-            registry=registry,
-            store=store,
-            events=events,
-            harness=self.harness,
-            max_turns=lambda: self.host.max_turns,
-            scrub=secrets.scrub,
-            spawn=self.spawn,
-        )
-
+            registry=registry, store=store, events=events, harness=self.harness,
+            max_turns=lambda: self.host.max_turns, scrub=secrets.scrub, spawn=self.spawn,
+        )  # fmt: skip
         # Runs: the agent loop's host, and what starts, wakes and settles a run.
         self.host = Host(
-            router=self.router,
-            events=events,
-            accounting=accounting,
-            custody=custody,
-            snapshots=self.snapshots,
-            passivation=self.passivation,
-            mailbox=self.mailbox,
-            goals=self.goals,
-            autonomy=self.autonomy,
-            collector=self.collector,
-            admission=self.admission,
-            harness=self.harness,
-            learner=self.learner,
-            replays=self.replays,
-            disk=self.disk,
-            answers=answers,
-            redactor=secrets.redactor,
+            router=self.router, events=events, accounting=accounting, custody=custody,
+            snapshots=self.snapshots, passivation=self.passivation, mailbox=self.mailbox,
+            goals=self.goals, autonomy=self.autonomy, collector=self.collector,
+            admission=self.admission, harness=self.harness, learner=self.learner,
+            replays=self.replays, disk=self.disk, answers=answers, redactor=secrets.redactor,
             turn_taken=lambda: self.refiner.turn_taken(),
             waits_after_answer=lambda live: self.runs.waits_after_answer(live),
             unreachable=lambda: self.launcher.unreachable() if self.launcher else "",
             parent=self,
-        )
+        )  # fmt: skip
         # Set once start() made the pool: the server takes requests before that (start runs
         # after it listens and imports litellm), so sessions created early wait for it.
         self._started = asyncio.Event()
         self.runs = Runs(
-            host=self.host,
-            registry=registry,
-            lifecycle=lifecycle,
-            scheduler=self.scheduler,
-            custody=custody,
-            snapshots=self.snapshots,
-            passivation=self.passivation,
-            replays=self.replays,
-            autonomy=self.autonomy,
-            disk=self.disk,
-            listing=self.listing,
-            recovery=self.recovery,
-            answers=answers,
-            waits=self.schedules.keeps_alive,
-            has_unread=self.mailbox.has_unread,
-            started=self._started,
-            spawn=self.spawn,
+            host=self.host, registry=registry, lifecycle=lifecycle, scheduler=self.scheduler,
+            custody=custody, snapshots=self.snapshots, passivation=self.passivation,
+            replays=self.replays, autonomy=self.autonomy, disk=self.disk, listing=self.listing,
+            recovery=self.recovery, answers=answers, waits=self.schedules.keeps_alive,
+            has_unread=self.mailbox.has_unread, started=self._started, spawn=self.spawn,
             parent=self,
-        )
+        )  # fmt: skip
         self.launcher: KernelLauncher | None = None
         self.link: KernelLink | None = None
         self._opened = False
         self.stopping = False  # set when stop() begins: the server refuses requests from then on
         self._wire_effects()
-
-    def _cell_timeout(self) -> float:
-        return self.custody.cell_timeout
-
-    def _snapshot_cap(self) -> int:
-        return self.collector.snapshot_cap
-
-    async def _put_blob(self, data: bytes | bytearray, what: str) -> str:
-        return await self.admission.put_blob(data, what)
 
     def _wire_effects(self) -> None:
         lc = self.lifecycle
@@ -304,7 +218,6 @@ class Daemon(LoggingConfigurable):
         lc.on(SessionState.FAILED, self.refiner.session_failed)
         lc.on(SessionState.DONE, self.learner.session_done)
 
-    # -- opening, starting, stopping ------------------------------------------------------
     @property
     def started(self) -> bool:
         """Whether the daemon runs sessions yet (it takes requests a few seconds earlier)."""
@@ -346,18 +259,13 @@ class Daemon(LoggingConfigurable):
             self.url, self.tokens, self.root_dir, self.store_dir, self.admission.max_blob_bytes
         )
         common = {
-            "parent": self,
-            "link": self.link,
-            "kernel_manager": self.kernel_manager,
-            "kernel_name": self.kernel_name,
-            "start_timeout": self.custody.kernel_start_timeout,
-        }
+            "parent": self, "link": self.link, "kernel_manager": self.kernel_manager,
+            "kernel_name": self.kernel_name, "start_timeout": self.custody.kernel_start_timeout,
+        }  # fmt: skip
         if self.gateway_url:
+            public_url = self.public_url or self.server_url
             gateway = GatewayLauncher(
-                url=self.gateway_url,
-                public_url=self.public_url or self.server_url,
-                tokens=self.tokens,
-                **common,
+                url=self.gateway_url, public_url=public_url, tokens=self.tokens, **common
             )
             # Never recorded: what the gateway authenticates us with.
             self.secrets.add(gateway.auth_token, *gateway.headers.values())
@@ -369,22 +277,13 @@ class Daemon(LoggingConfigurable):
         """A clean stop: what runs is stopped and left resumable, REPLs are snapshotted."""
         self.stopping = True
         await self.recovery.suspend_all()
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.background.cancel()
         await self.custody.close()
         if self.launcher:
             await self.launcher.stop()
         await self.router.close()
         await self.store.close()
         self.harness.close()
-
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "") -> asyncio.Task[Any]:
-        """A background task of this daemon (cancelled when it stops)."""
-        task = asyncio.get_running_loop().create_task(coro, name=name or None)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        return task
 
 
 # The classes whose settings a daemon reads: itself and the services it builds.
