@@ -119,7 +119,9 @@ def register(style: str, turns: int) -> str:
 async def session(app: Any, model: str, turns: int) -> tuple[list[dict[str, Any]], str]:
     """The session's model calls, and its usage as `prime-agent show` prints it."""
     daemon = app.web_app.settings["prime_daemon"]
-    record = await daemon.create_session(SessionRequest(TASK, model=model, max_turns=turns + 2))
+    record = await daemon.admission.create_session(
+        SessionRequest(TASK, model=model, max_turns=turns + 2)
+    )
     final = await daemon.runs.wait(record["id"], 900)
     if final["state"] != "DONE":
         raise RuntimeError(f"the session ended {final['state']}: {final.get('error')}")

@@ -37,13 +37,13 @@ async def main(args: argparse.Namespace, app: Any, outside: Path) -> None:
         "race", [{"code": code}, {"code": "import json\nanswer(json.dumps(found))"}]
     )
     started = time.perf_counter()
-    record = await daemon.create_session(SessionRequest("race", model=model))
+    record = await daemon.admission.create_session(SessionRequest("race", model=model))
     done = await daemon.runs.wait(record["id"], None)
     elapsed = time.perf_counter() - started
     if done["state"] != "DONE":
         print(f"the session ended {done['state']}: {done.get('error')}")
         return
-    found = json.loads(daemon.session_json(record["id"])["answer_repr"].strip("'"))
+    found = json.loads(daemon.listing.session_json(record["id"])["answer_repr"].strip("'"))
     codes = found["codes"]
     escaped = sorted(str(p.relative_to(outside)) for p in outside.rglob("*"))
     print(

@@ -122,7 +122,10 @@ async def real_sessions(app: Any, model: str, together: int) -> list[dict[str, A
     rows = []
     for first in range(0, len(README_TASKS), together):
         batch = README_TASKS[first : first + together]
-        records = [await daemon.create_session(SessionRequest(task, model=model)) for task in batch]
+        records = [
+            await daemon.admission.create_session(SessionRequest(task, model=model))
+            for task in batch
+        ]
         for record in records:
             await daemon.runs.wait(record["id"], 600)
         for s, record in enumerate(records):

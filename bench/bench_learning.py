@@ -68,7 +68,7 @@ async def run_task(daemon: Any, task: Task, model: str) -> dict[str, Any]:
         blob = await daemon.store.put_blob(pickle.dumps(task.context))
         ctype = type(task.context).__name__
     start = time.perf_counter()
-    record = await daemon.create_session(
+    record = await daemon.admission.create_session(
         SessionRequest(
             task.prompt, model=model, context_blob=blob, context_type=ctype, budget=BUDGET
         )
@@ -78,7 +78,7 @@ async def run_task(daemon: Any, task: Task, model: str) -> dict[str, Any]:
     answer: Any = None
     if result.get("has_answer"):
         try:
-            answer = pickle.loads(await daemon.answer_bytes(sid))
+            answer = pickle.loads(await daemon.answers.answer_bytes(sid))
         except Exception:  # an answer that is no value (a function, ...): its repr, wrong
             answer = result.get("answer_repr")
     return {

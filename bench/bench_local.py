@@ -74,7 +74,7 @@ async def run_task(daemon: Any, task: Task, model: str, root: Path) -> dict[str,
         blob = await daemon.store.put_blob(pickle.dumps(context))
         ctype = type(context).__name__
     start = time.perf_counter()
-    record = await daemon.create_session(
+    record = await daemon.admission.create_session(
         SessionRequest(task.prompt, model=model, context_blob=blob, context_type=ctype)
     )
     sid = record["id"]
@@ -82,7 +82,7 @@ async def run_task(daemon: Any, task: Task, model: str, root: Path) -> dict[str,
     seconds = time.perf_counter() - start
     answer: Any = None
     if result.get("has_answer"):
-        answer = pickle.loads(await daemon.answer_bytes(sid))
+        answer = pickle.loads(await daemon.answers.answer_bytes(sid))
     usage = result["usage"]
     return {
         "id": sid,

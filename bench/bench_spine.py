@@ -132,7 +132,7 @@ async def bench(app: Any, args: argparse.Namespace) -> dict[str, Any]:
     daemon.custody.pool.fill()
 
     # One agent turn: model call + run `1+1` + record, from consecutive observations.
-    record = await daemon.create_session(
+    record = await daemon.admission.create_session(
         SessionRequest("turns", model=turns, max_turns=args.turns + 2)
     )
     await daemon.runs.wait(record["id"], 600)

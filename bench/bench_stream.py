@@ -180,7 +180,7 @@ async def measure(app: Any, args: argparse.Namespace, root: Path, env: dict[str,
         bus: list[float] = []
         for _ in range(args.runs):
             sent.pieces.clear()
-            record = await daemon.create_session(SessionRequest("stream", model=model))
+            record = await daemon.admission.create_session(SessionRequest("stream", model=model))
             await daemon.runs.wait(record["id"], 300)
             deltas = subscriber.of(record["id"])
             while not (deltas and deltas[-1][0]["done"]):
@@ -200,7 +200,7 @@ async def measure(app: Any, args: argparse.Namespace, root: Path, env: dict[str,
         cancels: list[float] = []
         after: list[int] = []
         for _ in range(args.cancels):
-            record = await daemon.create_session(
+            record = await daemon.admission.create_session(
                 SessionRequest("stream for long", model=long_model)
             )
             sid = record["id"]

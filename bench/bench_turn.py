@@ -144,7 +144,7 @@ async def execute_floor(n: int) -> list[float]:
 async def prime_round(app: Any, mock: Mock, turns: int, tag: str) -> list[float]:
     daemon = app.web_app.settings["prime_daemon"]
     mock.log()
-    record = await daemon.create_session(
+    record = await daemon.admission.create_session(
         SessionRequest(f"benchmark turns {tag}", max_turns=turns + 2)
     )
     final = await daemon.runs.wait(record["id"], 600)

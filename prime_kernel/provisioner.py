@@ -1,15 +1,17 @@
 """A kernel provisioner that connects each kernel it launches to the Prime daemon.
 
 Registered under the `jupyter_client.kernel_provisioners` entry point as `prime-provisioner`
-and named by the "Prime Agent" kernelspec. It is a `LocalProvisioner` that, when a daemon runs
-in this process (the jupyter_server extension or `prime-agent`):
+and named by the "Prime Agent" kernelspec. It is a `LocalProvisioner` that, when the kernel is
+started with a `KernelLink` to a running daemon (jupyter_client's `start_kernel(prime_link=...)`,
+which reaches `pre_launch` at the start and at each restart: the daemon's launcher passes one
+for agent kernels, the server's kernel manager for notebooks, see server/kernel_manager.py):
 
 - puts the kernel on ZMQ's IPC transport, its sockets in a private folder of its own: no TCP
   port, nothing another kernel can reach;
 - pipes the kernel a boot document (prime_kernel/kernel/boot.py) with the daemon's URL and a
   capability token minted for this very kernel; the token is in no environment and on no
   command line;
-- for agent kernels (those the daemon starts, see `agent_kernels()`): leaves provider keys out
+- for agent kernels (those the daemon starts: `KernelLink.agent`): leaves provider keys out
   of the environment, asks for resource limits, gives the kernel /dev/null for stdin and a log
   of its own for stdout and stderr (daemon/kernel_logs.py) and nothing else, and, where it
   works, wraps the kernel in the bubblewrap sandbox (prime_kernel/daemon/sandbox/) — as a
@@ -21,7 +23,7 @@ in this process (the jupyter_server extension or `prime-agent`):
   is started from its command; a sandbox a forked kernel cannot join fails that kernel's start,
   and the kernels after it are started from their command.
 
-A kernel started with no daemon around behaves exactly like a plain local kernel.
+A kernel started without a link behaves exactly like a plain local kernel.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from traitlets import List, Unicode
 from .daemon import kernel_logs, private
 from .daemon import sandbox as sandbox_mod
 from .daemon.forkserver import ForkedProcess, ForkError, ForkServer
-from .daemon.launcher import agent_launch
+from .daemon.launcher import LINK, KernelLink
 from .kernel.boot import BOOT_FD_ENV
 from .kernel.template import INFO_FD, PLACEHOLDER
 from .protocol.wire import BOOT_ENV, TOKEN_ENV, URL_ENV
@@ -69,6 +71,8 @@ class PrimeProvisioner(LocalProvisioner):
     _user: tuple[int, int] | None = None
     # What fork_server.fork() needs for this launch (set by pre_launch when it may fork).
     _fork: dict[str, Any] | None = None
+    # The daemon this kernel is connected to, if any (its token is revoked when it ends).
+    _link: KernelLink | None = None
 
     @property
     def agent(self) -> bool:
@@ -79,15 +83,13 @@ class PrimeProvisioner(LocalProvisioner):
         return self._sandboxed
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
-        from .daemon.daemon import current_daemon
-
+        link: KernelLink | None = kwargs.pop(LINK, None)
         if self._agent is None:
-            launch = agent_launch.get()
-            self._agent = launch is not None
-            self._fork_server = launch.fork_server if launch is not None else None
+            self._agent = link is not None and link.agent
+            self._fork_server = link.fork_server if link is not None and link.agent else None
         self._fork = None
-        daemon = current_daemon()
-        connected = daemon is not None and bool(daemon.url)
+        self._link = link
+        connected = link is not None and bool(link.url)
         km = self.parent
         if connected and km is not None:
             # Before the connection file is written: IPC sockets in a private folder.
@@ -104,13 +106,13 @@ class PrimeProvisioner(LocalProvisioner):
             # document in the start request's environment (KERNEL_PRIME_BOOT).
             return kwargs
         env.pop(BOOT_ENV, None)
-        assert daemon is not None
+        assert link is not None
         doc: dict[str, Any] = {
-            "url": daemon.url,
+            "url": link.url,
             "agent": self.agent,
             "unpickle_allow": list(self.unpickle_allow),
             # What one value from another session may build (the daemon's blob limit).
-            "unpickle_max_bytes": daemon.admission.max_blob_bytes,
+            "unpickle_max_bytes": link.max_blob_bytes,
         }
         if self.agent:
             from .util.redact import is_secret_name
@@ -120,16 +122,16 @@ class PrimeProvisioner(LocalProvisioner):
                 del env[name]
             # Nothing of the server's: stdin /dev/null, stdout and stderr a log of its own.
             self._close_log_fd()
-            self._log_fd = kernel_logs.open_log(daemon.store_dir, self.kernel_id)
+            self._log_fd = kernel_logs.open_log(link.store_dir, self.kernel_id)
             kwargs["stdin"] = subprocess.DEVNULL
             kwargs["stdout"] = kwargs["stderr"] = self._log_fd
             sandbox = sandbox_mod.active()
             users = sandbox.users() if sandbox is not None else None
             if users is not None:  # once per folder: writable for the agents' group
                 assert sandbox is not None
-                for folder in [str(daemon.root_dir), *sandbox.mounts.writable_paths]:
+                for folder in [link.root_dir, *sandbox.mounts.writable_paths]:
                     await asyncio.to_thread(
-                        users.share, os.path.expanduser(folder), [str(daemon.store_dir)]
+                        users.share, os.path.expanduser(folder), [link.store_dir]
                     )
             cmd = kwargs["cmd"]
             # What the kernel's interpreter puts on its path: asked of it (a process started
@@ -137,7 +139,7 @@ class PrimeProvisioner(LocalProvisioner):
             paths = []
             if sandbox is not None and sandbox.probe().mode == sandbox_mod.BWRAP:
                 paths = await asyncio.to_thread(sandbox_mod.python_paths, cmd, env)
-            kwargs["cmd"], placeholder = self._sandbox(cmd, kwargs, doc, daemon, paths)
+            kwargs["cmd"], placeholder = self._sandbox(cmd, kwargs, doc, link, paths)
             if self._fork_server is not None and _forkable(cmd):
                 self._fork = {
                     "python": cmd[0],
@@ -147,7 +149,7 @@ class PrimeProvisioner(LocalProvisioner):
                     "sandbox": placeholder,
                     "user": self._user if placeholder is not None else None,
                 }
-        doc["token"] = daemon.tokens.mint(self.kernel_id, notebook=not self.agent)
+        doc["token"] = link.tokens.mint(self.kernel_id, notebook=not self.agent)
         read_end, write_end = os.pipe()
         os.write(write_end, json.dumps(doc).encode())  # far below a pipe's buffer
         os.close(write_end)
@@ -162,7 +164,7 @@ class PrimeProvisioner(LocalProvisioner):
         cmd: list[str],
         kwargs: dict[str, Any],
         doc: dict[str, Any],
-        daemon: Any,
+        link: KernelLink,
         python_paths: list[str],
     ) -> tuple[list[str], list[str] | None]:
         """The kernel command wrapped in the sandbox, and the same sandbox around the fork
@@ -185,12 +187,12 @@ class PrimeProvisioner(LocalProvisioner):
         # The runtime folder holds every kernel's connection file and the server's
         # jpserver-<pid>.json (its token): sealed, with only this kernel's file bound back.
         runtime = {jupyter_runtime_dir(), os.path.dirname(connection_file)}
-        root = str(daemon.root_dir)
+        root = link.root_dir
         cwd = str(kwargs.get("cwd") or root)
         own_dir = str(private.kernel_dir(self.kernel_id))
         layout = sandbox.mounts.layout(
             root_dir=root,
-            store_dir=str(daemon.store_dir),
+            store_dir=link.store_dir,
             runtime_dirs=sorted(runtime),
             python_paths=python_paths,
             private_dirs=[own_dir],
@@ -213,17 +215,14 @@ class PrimeProvisioner(LocalProvisioner):
         )
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
-        from .daemon.daemon import current_daemon
-
         try:
             if self._fork is not None and self._fork_server is not None:
                 with contextlib.suppress(ForkError):
                     return await self._launch_forked(self._fork_server, self._fork)
             return await super().launch_kernel(cmd, **kwargs)
         except BaseException:
-            daemon = current_daemon()
-            if daemon is not None:  # nothing holds the token it was given
-                daemon.tokens.revoke(self.kernel_id)
+            if self._link is not None:  # nothing holds the token it was given
+                self._link.tokens.revoke(self.kernel_id)
             raise
         finally:
             # The kernel holds its own copies of the pipe and its log now (or failed to start).
@@ -275,11 +274,8 @@ class PrimeProvisioner(LocalProvisioner):
             self._log_fd = None
 
     async def cleanup(self, restart: bool = False) -> None:
-        from .daemon.daemon import current_daemon
-
-        daemon = current_daemon()
-        if daemon is not None and not restart:
-            daemon.tokens.revoke(self.kernel_id)
+        if self._link is not None and not restart:
+            self._link.tokens.revoke(self.kernel_id)
         self._close_boot_fd()
         self._close_log_fd()
         await super().cleanup(restart=restart)

@@ -231,7 +231,7 @@ async def cell_runs(daemon: Daemon, session_id: str, timeout: float = 60) -> Non
     assert launcher is not None
 
     def running() -> bool:
-        live = daemon.live.get(session_id)
+        live = daemon.registry.live.get(session_id)
         runner = live.runner if live else None
         if runner is None or not runner.busy:
             return False

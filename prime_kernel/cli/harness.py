@@ -367,14 +367,15 @@ def _with_daemon(args: argparse.Namespace, action: Callable[[Daemon], int]) -> i
     from ..protocol.errors import PrimeError
 
     daemon = Daemon(root_dir=str(resolved_root(args.root)))
+    harness, store = daemon.harness, daemon.store
     try:
         daemon.open()
         return action(daemon)
     except PrimeError as e:
         raise CLIError(e.message, exit_code=1) from None
     finally:
-        daemon.harness.close()
-        asyncio.run(daemon.store.close())
+        harness.close()
+        asyncio.run(store.close())
 
 
 def cmd_refine(args: argparse.Namespace) -> int:
@@ -461,11 +462,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:  # no daemon holds the store: verify (and learn) here
 
         def action(daemon: Daemon) -> int:
+            learner = daemon.learner
             verification.update(
                 asyncio.run(
-                    daemon.learner.verify(
-                        args.id, correct=body["correct"], by="user", note=args.note
-                    )
+                    learner.verify(args.id, correct=body["correct"], by="user", note=args.note)
                 )
             )
             return 0

@@ -20,10 +20,13 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..util.files import private_dir
 from .common import CLIError
+
+if TYPE_CHECKING:
+    from ..daemon.registry import SessionRegistry
 
 # Log files kept per root (the oldest are removed).
 KEEP_LOGS = 20
@@ -194,14 +197,14 @@ async def start_daemon(app: Any) -> Any:
     return daemon
 
 
-def busy_roots(daemon: Any) -> list[str]:
-    """Root sessions the daemon is running or about to run (others may have been handed to
-    this server by other `prime-agent run`s on the same root)."""
+def busy_roots(registry: SessionRegistry) -> list[str]:
+    """Root sessions the daemon (its `registry`) is running or about to run (others may have
+    been handed to this server by other `prime-agent run`s on the same root)."""
     from ..protocol.states import SessionState
 
     going = (SessionState.ADMITTED, SessionState.RUNNING)
     return [
         live.id
-        for live in daemon.live.values()
+        for live in registry.live.values()
         if live.record.is_agent and live.record.parent_id is None and live.state in going
     ]

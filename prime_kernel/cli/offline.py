@@ -12,7 +12,6 @@ session is RUNNING, ADMITTED or IDLE whatever a stopped daemon left in its recor
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ from ..daemon.recovery import unattended
 from ..daemon.registry import SessionRegistry
 from ..daemon.schedules import Schedule, listing
 from ..daemon.store import SqliteStore
-from ..protocol.errors import NotFound
 from ..util.redact import Scrubber
 
 
@@ -55,7 +53,9 @@ class StoreReader:
         self.registry.load(rows, self._sink())
         self.accounting = Accounting(self.registry)
         # No kernel runs without a daemon; names were cut to the daemon's limit when stored.
-        self.listing = Listing(self.registry, self.accounting, lambda _: False, lambda: BRIEF_CHARS)
+        self.listing = Listing(
+            self.registry, self.accounting, lambda _: False, lambda: BRIEF_CHARS, self.store
+        )
 
     def _sink(self) -> Any:
         return _read_only
@@ -64,12 +64,12 @@ class StoreReader:
         asyncio.run(self.store.close())
 
     def session_json(self, session_id: str) -> dict[str, Any]:
-        return self.listing.full(session_id)
+        return self.listing.session_json(session_id)
 
     def list_sessions(
         self, *, states: list[str] | None = None, limit: int | None = None
     ) -> dict[str, Any]:
-        return dict(json.loads(self.listing.text(states=states, limit=limit, epoch="")))
+        return self.listing.list_sessions(states=states, limit=limit)
 
     def goal(self, session_id: str) -> dict[str, Any] | None:
         return self.registry.get(session_id).goal
@@ -83,17 +83,13 @@ class StoreReader:
         return listing([Schedule(**row) for row in rows], session_id=session_id, state=state)
 
     def descendant_ids(self, session_id: str) -> list[str]:
-        return [r.id for r in self.registry.descendants(session_id)]
+        return self.listing.descendant_ids(session_id)
 
     async def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
-        self.registry.get(session_id)
-        return await self.store.events(session_id, after=after)
+        return await self.listing.events(session_id, after=after)
 
     async def context_bytes(self, session_id: str) -> bytes:
-        record = self.registry.get(session_id)
-        if not record.context_blob or not self.store.has_blob(record.context_blob):
-            raise NotFound(f"session {session_id} has no context")
-        return await self.store.get_blob(record.context_blob)
+        return await self.listing.context_bytes(session_id)
 
 
 class StoreEditor(StoreReader):

@@ -389,14 +389,15 @@ async def _finish(
 async def _serve_the_others(daemon: Any, terminal: Terminal, stop: Stop) -> None:
     """Other `prime-agent run`s on this root may have handed their tasks to this server: keep
     serving until they end too. A stop leaves them to be resumed (`prime-agent resume`)."""
-    others = busy_roots(daemon)
+    registry = daemon.registry
+    others = busy_roots(registry)
     if others and not stop.requested.is_set():
         print(
             f"prime-agent: this server also runs {', '.join(others)} for other commands; "
             "it stops when they end (Ctrl-C: now, leaving them to `prime-agent resume`)",
             file=terminal.err,
         )
-    while busy_roots(daemon) and not stop.requested.is_set():
+    while busy_roots(registry) and not stop.requested.is_set():
         await stop.wait(0.5)
 
 

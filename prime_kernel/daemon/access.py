@@ -126,13 +126,11 @@ class Access:
         registry: SessionRegistry,
         events: EventLog,
         admission: Admission,
-        new_live: Callable[[SessionRecord], LiveSession],
     ) -> None:
         self.tokens = tokens
         self.registry = registry
         self.events = events
         self.admission = admission
-        self.new_live = new_live
         # A notebook's path from its kernel id (set by the server adapter; None: no server).
         self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None
         self._notebook_locks: dict[str, asyncio.Lock] = {}
@@ -185,7 +183,7 @@ class Access:
                 kernel_id=kernel_id,
                 usage=usage_mod.empty(),
             )
-            live = self.new_live(self.admission.record(record))
+            live = self.registry.attach(self.admission.record(record))
             self.tokens.bind(kernel_id, session_id)
             self.events.emit(record, EventKind.STATE, {"state": SessionState.IDLE.value})
             return live

@@ -8,7 +8,8 @@ person's POST, `rlm()` / `rlm.map()` from a kernel, `prime-agent run`:
 - `admit`: the request checked (prompt, name, turns, depth, model, budget, sub-agent, autonomy,
   replay) and its record built; nothing is stored until every request of a call passed, so a
   refused `rlm.map()` admits nothing;
-- `record`: the admitted record stored and registered.
+- `record`: the admitted record stored and registered;
+- `create_sessions`: all of that for a call, and each admitted session's run started.
 
 Configure as `c.Admission.<trait>` (the old `c.Daemon.<trait>` works one more release).
 """
@@ -20,6 +21,7 @@ import dataclasses
 import os
 import pickle
 import time
+from collections.abc import Callable
 from typing import Any
 
 from traitlets import Instance, Int, Unicode
@@ -29,15 +31,19 @@ from ..harness.harness import Harness
 from ..models import local
 from ..models.router import ModelRouter
 from ..protocol.errors import DepthExceeded, InvalidRequest, LimitExceeded, PrimeError, TooLarge
+from ..protocol.events import EventKind
 from ..protocol.requests import NO_CONTEXT, SessionRequest
 from ..protocol.states import SessionKind, SessionState
 from ..util.files import new_id
 from . import usage as usage_mod
 from .accounting import Accounting
 from .autonomy import Autonomy
+from .events import EventLog
+from .listing import Listing
 from .records import SessionRecord
 from .registry import SessionRegistry
 from .replay import Replays
+from .session import LiveSession
 from .store import Store
 
 
@@ -90,9 +96,16 @@ class Admission(LoggingConfigurable):
         accounting: Accounting,
         autonomy: Autonomy,
         replays: Replays,
+        events: EventLog,
+        listing: Listing,
+        start: Callable[[LiveSession], None],
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.events = events
+        self.listing = listing
+        # Starts an admitted session's run (Runs.start).
+        self.start = start
         self.registry = registry
         self.store = store
         self.router = router
@@ -108,6 +121,14 @@ class Admission(LoggingConfigurable):
         if parent is not None and parent.model:
             return parent.model
         return os.environ.get("PRIME_MODEL") or self.default_model
+
+    def models(self) -> dict[str, Any]:
+        """The models the router knows, and the default (listed first if it is not one)."""
+        models = self.router.known_models()
+        default = self.resolve_model(None)
+        if default not in models:
+            models.insert(0, default)
+        return {"default": default, "models": models}
 
     # -- blobs ----------------------------------------------------------------------------
     def check_blob_size(self, size: int, what: str) -> None:
@@ -298,6 +319,42 @@ class Admission(LoggingConfigurable):
         """Store an admitted record and register it; the record as stored (scrubbed)."""
         record.adopt(self.store.insert_session(record.to_row()))
         return self.registry.add(record, self.store.update_session)
+
+    # -- creating sessions ----------------------------------------------------------------
+    async def create_session(
+        self, request: SessionRequest, *, parent_id: str | None = None
+    ) -> dict[str, Any]:
+        """Admit a new agent session and start running it; returns its record at once."""
+        [session] = await self.create_sessions([request], parent_id=parent_id)
+        return session
+
+    async def create_sessions(
+        self, requests: list[SessionRequest], *, parent_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Admit sessions (a root, a child, an rlm.map()'s children: all or none) and start
+        running them; returns their records at once."""
+        parent = self.registry.get(parent_id) if parent_id else None
+        requests = [await self.store_context(r) for r in requests]
+        records = await self.requests(parent, requests)
+        for record in records:
+            self._launch(record, parent)
+        return [self.listing.session_json(r.id) for r in records]
+
+    def _launch(self, record: SessionRecord, parent: SessionRecord | None) -> None:
+        live = self.registry.attach(self.record(record))
+        task_data: dict[str, Any] = {
+            "prompt": record.prompt,
+            "model": record.model,
+            "budget": record.budget,
+        }
+        if record.context_type:
+            task_data["context_type"] = record.context_type
+        self.events.emit(record, EventKind.TASK, task_data)
+        self.events.emit(record, EventKind.STATE, {"state": SessionState.ADMITTED.value})
+        if parent is not None:
+            child = {"child_id": record.id, "name": record.name, "prompt": record.prompt}
+            self.events.emit(parent, EventKind.CHILD, child)
+        self.start(live)
 
 
 def short_name(prompt: str, chars: int, words: int = 8) -> str:

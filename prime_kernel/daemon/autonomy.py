@@ -39,6 +39,7 @@ from ..protocol.errors import BudgetExceeded, InvalidRequest, PrimeError
 from ..protocol.events import EventKind
 from . import observation
 from .accounting import Accounting
+from .answers import Answers
 from .events import EventLog
 from .kernels import CellResult
 from .loop import TurnLimitReached
@@ -88,7 +89,7 @@ class Autonomy(LoggingConfigurable):
         accounting: Accounting,
         events: EventLog,
         run_silent: Callable[[LiveSession, str, float], Awaitable[CellResult]],
-        record_answer: Callable[[LiveSession, str | None, str, str], None],
+        answers: Answers,
         workdir: Callable[[], str],
         **kwargs: Any,
     ) -> None:
@@ -96,7 +97,7 @@ class Autonomy(LoggingConfigurable):
         self.accounting = accounting
         self.events = events
         self.run_silent = run_silent
-        self.record_answer = record_answer
+        self.answers = answers
         self.workdir = workdir
 
     # -- options --------------------------------------------------------------------------------
@@ -125,11 +126,9 @@ class Autonomy(LoggingConfigurable):
             result = await self._gate(live, plan, state)
             if result["passed"]:
                 self._save(live, {**state, "phase": "done"})
-                if not live.answered:
-                    live.answered = live.record.answer_repr is not None
-                if not live.answered:
+                if not self.answers.kept(live):
                     text = f"(no answer: the gate passed) {result.get('output') or ''}".strip()
-                    self.record_answer(live, None, text[:2000], "reply")
+                    self.answers.record(live, None, text[:2000], "reply")
                 return
             n = state["continuation"]
             if n >= plan["max_continuations"]:
@@ -139,9 +138,7 @@ class Autonomy(LoggingConfigurable):
                     f"{_verdict(result)}"
                 )
             # A new continuation: the answer that failed the gate is no longer the answer.
-            live.answered = False
-            if live.record.answer_repr is not None or live.record.answer_blob:
-                live.record.update(answer_repr=None, answer_blob=None)
+            self.answers.forget(live)
             state = self._begin(live, plan, n + 1, state.get("ended"), result)
 
     async def _work(
@@ -238,7 +235,7 @@ class Autonomy(LoggingConfigurable):
         }
         start = time.monotonic()
         if gate is None:
-            answered = live.answered or live.record.answer_repr is not None
+            answered = self.answers.kept(live)
             result.update(kind="answer", passed=answered, output="", error=None)
             if not answered:
                 result["error"] = "no answer yet"

@@ -269,6 +269,13 @@ class GatewayLauncher(KernelLauncher):
                 f"kernels reach it, not {self.public_url!r}"
             )
 
+    def unreachable(self) -> str:
+        """The URL its kernels were given to reach the daemon, which must be one they reach."""
+        return (
+            f" (c.Daemon.public_url, {self.public_url}, must be an address the gateway's "
+            "kernels can reach)"
+        )
+
     async def stop(self) -> None:
         for remote in self._kernels.values():
             if remote.client is not None:

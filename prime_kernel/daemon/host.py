@@ -30,6 +30,7 @@ from ..protocol.events import EventKind
 from ..util.redact import Redactor
 from .accounting import Accounting
 from .admission import Admission
+from .answers import Answers
 from .autonomy import Autonomy
 from .collector import Collector
 from .compaction import compact_if_needed
@@ -46,8 +47,6 @@ from .prompt_cache import stable_length
 from .replay import Replays
 from .session import LiveSession
 from .streaming import ReplyStream
-
-RecordAnswer = Callable[[LiveSession, "str | None", str, str], None]
 
 
 class Host(LoggingConfigurable):
@@ -106,7 +105,7 @@ class Host(LoggingConfigurable):
         redactor: Callable[[], Redactor],
         turn_taken: Callable[[], None],
         waits_after_answer: Callable[[LiveSession], bool],
-        record_answer: RecordAnswer,
+        answers: Answers,
         unreachable: Callable[[], str],
         **kwargs: Any,
     ) -> None:
@@ -131,7 +130,7 @@ class Host(LoggingConfigurable):
         self.turn_taken = turn_taken
         # Whether the session waits for more once it answered (runs.py).
         self.waits_after_answer = waits_after_answer
-        self.record_answer = record_answer
+        self.answers = answers
         # What to add when a kernel says it cannot reach the daemon (the URL it was given).
         self.unreachable = unreachable
 
@@ -156,9 +155,12 @@ class Host(LoggingConfigurable):
 
     def reply(self, live: LiveSession, text: str) -> None:
         """A turn that ended without code: for a task session the reply is its answer."""
-        if not live.answered:
+        if not self.answers.answered(live):
             # No blob: the answer is the text itself (`answer_bytes` pickles it on demand).
-            self.record_answer(live, None, text, "reply")
+            self.answers.record(live, None, text, "reply")
+
+    def answered(self, live: LiveSession) -> bool:
+        return self.answers.answered(live)
 
     # -- before a turn --------------------------------------------------------------------
     async def before_turn(self, live: LiveSession) -> None:
@@ -291,7 +293,7 @@ class Host(LoggingConfigurable):
         runner = live.runner
         if runner is None:
             raise PrimeError("the session has no kernel")
-        live.held = []
+        self.answers.hold(live)
         try:
             result = await runner.execute(
                 code,
@@ -306,13 +308,13 @@ class Host(LoggingConfigurable):
                 await asyncio.shield(runner.interrupt())
                 await asyncio.shield(runner.settle(self.custody.interrupt_grace))
             self.emit(live, EventKind.CELL, CellResult(code=code, status="cancelled").to_json())
-            self._release_held(live)
+            self.answers.release(live)
             raise
         self.accounting.add(live.record, cells=1, kernel_time=result.duration)
         if result.names is not None:
             live.repl_names = result.names
         self.emit(live, EventKind.CELL, result.to_json(source))
-        self._release_held(live)
+        self.answers.release(live)
         self._check_reach(result)
         if result.status in ("died", "killed"):
             await self.custody.replace(live, result)
@@ -328,17 +330,12 @@ class Host(LoggingConfigurable):
             if out.get("output_type") == "error" and out.get("ename") == "DaemonUnreachable":
                 raise PrimeError(f"the session's kernel {out.get('evalue')}{self.unreachable()}")
 
-    def _release_held(self, live: LiveSession) -> None:
-        held, live.held = live.held or [], None
-        for kind, data in held:
-            self.emit(live, kind, data)
-
     def snapshot_due(self, live: LiveSession) -> bool:
         """Whether to snapshot at this turn boundary: while snapshots stay a small share of the
         session's time (`snapshot_overhead`)."""
         if self.snapshot_overhead <= 0 or not live.record.started:
             return False
-        if live.answered and not (
+        if self.answers.answered(live) and not (
             live.record.options.get("autonomous") or self.waits_after_answer(live)
         ):
             # Its REPL will never be resumed: the turn ends the session (a fan-out's children

@@ -16,13 +16,10 @@ over a Kernel or Enterprise Gateway's REST API and websocket.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
-from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
 from jupyter_client import AsyncKernelManager
@@ -69,26 +66,34 @@ class KernelClient(Protocol):
     async def get_iopub_msg(self, timeout: float | None = ...) -> dict[str, Any]: ...
 
 
+# The keyword argument of jupyter_client's `start_kernel` that carries a `KernelLink` to the
+# Prime provisioner (it receives start_kernel's keyword arguments in `pre_launch`, and again at
+# each restart of the kernel).
+LINK = "prime_link"
+
+
+class Tokens(Protocol):
+    """Who mints and revokes kernels' capability tokens (access.TokenRegistry)."""
+
+    def mint(self, kernel_id: str, *, notebook: bool = False) -> str: ...
+
+    def revoke(self, kernel_id: str) -> None: ...
+
+
 @dataclass(frozen=True)
-class AgentLaunch:
-    """How the provisioner is to start the agent kernel being started (see agent_kernels)."""
+class KernelLink:
+    """What the Prime provisioner needs to connect a kernel it launches to the daemon: where
+    the kernel calls it, who mints its capability token, the folders a sandbox keeps it out
+    of, the largest value it may unpickle; and, for an agent kernel (one the daemon starts for
+    a session: sandboxed, its token never a notebook's), the template to fork it from."""
 
+    url: str
+    tokens: Tokens
+    root_dir: str
+    store_dir: str
+    max_blob_bytes: int
+    agent: bool = False
     fork_server: ForkServer | None = None
-
-
-# Set while a launcher starts a kernel: the Prime provisioner then launches it as an agent
-# kernel (sandboxed, its token good only for the session it will serve, never for a notebook).
-agent_launch: ContextVar[AgentLaunch | None] = ContextVar("prime_agent_launch", default=None)
-
-
-@contextlib.contextmanager
-def agent_kernels(launch: AgentLaunch | None = None) -> Iterator[None]:
-    """Kernels started inside this block serve agent sessions."""
-    reset = agent_launch.set(launch or AgentLaunch())
-    try:
-        yield
-    finally:
-        agent_launch.reset(reset)
 
 
 class KernelLauncher(LoggingConfigurable):
@@ -96,6 +101,7 @@ class KernelLauncher(LoggingConfigurable):
     person's notebook kernel the daemon runs cells in)."""
 
     kernel_manager = Instance(AsyncMultiKernelManager)
+    link = Instance(KernelLink, allow_none=True, help="What connects its kernels to the daemon.")
     kernel_name = Unicode("prime-agent", help="The kernelspec agent kernels start from.")
     start_timeout = Float(120.0, help="Seconds a kernel may take to start.")
 
@@ -108,16 +114,17 @@ class KernelLauncher(LoggingConfigurable):
     async def stop(self) -> None:
         """Release what `start` took (after the daemon's last kernel is shut down)."""
 
-    def launch(self) -> AgentLaunch:
-        return AgentLaunch()
+    def agent_link(self) -> KernelLink | None:
+        """The link its agent kernels are started with (None: not connected to a daemon)."""
+        return replace(self.link, agent=True) if self.link is not None else None
 
     async def start_kernel(self, *, cwd: str) -> str:
         """Start an agent kernel working in `cwd`; its id, once its process runs (a
         `KernelRunner` then waits for it to answer)."""
-        with agent_kernels(self.launch()):
-            kernel_id = await maybe_await(
-                self.kernel_manager.start_kernel(kernel_name=self.kernel_name, cwd=cwd)
-            )
+        link = self.agent_link()
+        connect = {LINK: link} if link is not None else {}
+        start = self.kernel_manager.start_kernel
+        kernel_id = await maybe_await(start(kernel_name=self.kernel_name, cwd=cwd, **connect))
         return str(kernel_id)
 
     def manager(self, kernel_id: str) -> AsyncKernelManager:
@@ -184,6 +191,11 @@ class KernelLauncher(LoggingConfigurable):
             "connection_file": km.connection_file,
         }
 
+    def unreachable(self) -> str:
+        """What to add when one of its kernels says it cannot reach the daemon (nothing: a
+        kernel of this server reaches it on its own socket)."""
+        return ""
+
     async def stop_leftover(self, record: dict[str, Any]) -> bool | None:
         """Stop a kernel a previous daemon left elsewhere than on this host (its `record`,
         with the `gateway` it ran on): True once it is gone, False if it could not be
@@ -220,8 +232,9 @@ class LocalLauncher(KernelLauncher):
             await self.fork_server.close()
             self.fork_server = None
 
-    def launch(self) -> AgentLaunch:
-        return AgentLaunch(fork_server=self.fork_server)
+    def agent_link(self) -> KernelLink | None:
+        link = super().agent_link()
+        return replace(link, fork_server=self.fork_server) if link is not None else None
 
     async def started(self, kernel_id: str) -> None:
         process = getattr(self.manager(kernel_id).provisioner, "process", None)

@@ -68,9 +68,7 @@ class Lifecycle:
             data["reason"] = error or reason
         self.events.emit(record, EventKind.STATE, data)
         live = self.registry.live.get(record.id)
-        if live is not None and (
-            state in TERMINAL or (state == SessionState.IDLE and live.answered)
-        ):
+        if live is not None and state in TERMINAL:
             live.settled.set()
         for effect in self._effects.get(state, []):
             try:

@@ -1,4 +1,5 @@
-"""The JSON views of session records: one session in full, and lists of them.
+"""The JSON views of session records: one session in full, lists of them, and what an export
+reads of a session (its events, its descendants, its context).
 
 A list entry is brief: text fields that can be long (prompt, name, answer, error) are cut to
 `BRIEF_CHARS` (the name to the daemon's name limit), and a sub-agent's instructions are left out
@@ -21,10 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..protocol.errors import NotFound
 from . import usage as usage_mod
 from .accounting import Accounting
 from .records import SessionRecord
 from .registry import SessionRegistry
+from .store import Store
 
 BRIEF_CHARS = 500
 _PRIVATE = ("answer_blob", "context_blob", "usage")
@@ -60,11 +63,16 @@ class Listing:
         accounting: Accounting,
         kernel_alive: Callable[[str], bool],
         name_chars: Callable[[], int],
+        store: Store,
+        epoch: str = "",
     ) -> None:
         self.registry = registry
         self.accounting = accounting
         self.kernel_alive = kernel_alive
         self.name_chars = name_chars
+        self.store = store
+        # An id of the daemon's run: list cursors (`changed_after`) are only valid within it.
+        self.epoch = epoch
         self._kept: dict[str, _Kept] = {}
 
     # -- one record ---------------------------------------------------------------------------
@@ -90,7 +98,7 @@ class Listing:
         out["children"] = [c.id for c in self.registry.children(record.id)]
         return out
 
-    def full(self, session_id: str) -> dict[str, Any]:
+    def session_json(self, session_id: str) -> dict[str, Any]:
         """One session's view, nothing cut."""
         record = self.registry.get(session_id)
         out = self._fields(record, brief=False)
@@ -109,9 +117,10 @@ class Listing:
         parent_id: str | None = None,
         limit: int | None = None,
         changed_after: int | None = None,
-        epoch: str,
     ) -> str:
-        """The list as the API's JSON text: `{"sessions": [...], "cursor", "epoch"}`."""
+        """Records matching the filters (newest first: the order they were admitted in), brief,
+        as the API's JSON text: `{"sessions": [...], "cursor", "epoch"}`; `changed_after` (a
+        `cursor` of an earlier list of the same `epoch`) keeps only what changed since."""
         registry = self.registry
         cursor = registry.version  # before anything below could change (nothing awaits)
         rows = registry.select(
@@ -123,9 +132,27 @@ class Listing:
         )
         totals: dict[str, dict[str, float]] = {}
         entries = [self._entry(r, totals) for r in rows]
-        return (
-            f'{{"sessions": [{", ".join(entries)}], "cursor": {cursor}, "epoch": {encode(epoch)}}}'
-        )
+        epoch = encode(self.epoch)
+        return f'{{"sessions": [{", ".join(entries)}], "cursor": {cursor}, "epoch": {epoch}}}'
+
+    def list_sessions(self, **filters: Any) -> dict[str, Any]:
+        """`text` as a dict: `{"sessions": [Session], "cursor", "epoch"}`."""
+        return dict(json.loads(self.text(**filters)))
+
+    # -- what an export reads ---------------------------------------------------------------
+    def descendant_ids(self, session_id: str) -> list[str]:
+        return [r.id for r in self.registry.descendants(session_id)]
+
+    async def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
+        self.registry.get(session_id)  # a 404 for an unknown session
+        return await self.store.events(session_id, after=after)
+
+    async def context_bytes(self, session_id: str) -> bytes:
+        """The session's `context`, pickled as it was given."""
+        record = self.registry.get(session_id)
+        if not record.context_blob or not self.store.has_blob(record.context_blob):
+            raise NotFound(f"session {session_id} has no context")
+        return await self.store.get_blob(record.context_blob)
 
     async def prepare(self, chunk: int = 200) -> None:
         """Make every entry ahead of the first list (after a start with a large store), a chunk

@@ -80,6 +80,9 @@ class LoopHost(Protocol):
 
     def reply(self, live: LiveSession, text: str) -> None: ...
 
+    def answered(self, live: LiveSession) -> bool:
+        """Whether the session answered in this run (its REPL's answer(), or a reply)."""
+
 
 class AgentLoop:
     """Runs one session's turns. Subclass and set `Runs.loop_class` to change the policy."""
@@ -190,7 +193,7 @@ class AgentLoop:
                     raise ModelError(f"the model {self.model!r} replied with no text and no code")
                 self.host.reply(self.live, text)
                 return
-            if self.live.answered:
+            if self.host.answered(self.live):
                 return
         raise self.give_up(f"the turn limit ({limit}) was reached without an answer", turns=True)
 
@@ -246,7 +249,7 @@ class AgentLoop:
                 replies.append(
                     {"role": "tool", "tool_call_id": call.get("id"), "content": run.text}
                 )
-                if self.live.answered:
+                if self.host.answered(self.live):
                     break
             conversation.append(*replies[:-1])
             last = replies[-1]
@@ -259,11 +262,11 @@ class AgentLoop:
                     runs.append(policy.CellRun(code, policy.copied_example_text(), False))
                     break
                 runs.append(await self.execute(code))
-                if self.live.answered:
+                if self.host.answered(self.live):
                     break
             output = "\n---\n".join(run.text for run in runs)
             last = {"role": "user", "content": "Output of your code:\n" + output}
-        notes = [] if self.live.answered else self.after_turn(runs)
+        notes = [] if self.host.answered(self.live) else self.after_turn(runs)
         if notes:
             last = {**last, "content": "\n\n".join([str(last["content"]), *notes])}
         (last,) = conversation.append(last)
@@ -290,7 +293,7 @@ class AgentLoop:
     ) -> None:
         """(profile.retry_fresh) Hide a failed turn from the model from now on; keep what
         went wrong to tell it instead."""
-        if all(run.ok for run in runs) or self.live.answered:
+        if all(run.ok for run in runs) or self.host.answered(self.live):
             self.failure = ""
             return
         self.failed.extend(turn)

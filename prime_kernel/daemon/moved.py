@@ -96,3 +96,56 @@ def relocate(
         )
     kwargs["config"] = config
     return notes
+
+
+# The settings that moved off the Daemon to the service that reads them (`c.Daemon.<name>`
+# still works this release, with a warning): {name: the class it moved to}.
+MOVED = {
+    name: new_cls
+    for new_cls, names in {
+        "KernelCustody": (
+            "pool_size",
+            "kernels_ahead",
+            "kernel_start_timeout",
+            "kernel_poll_interval",
+            "cell_timeout",
+            "interrupt_grace",
+            "max_cell_output_bytes",
+            "max_kernel_restarts",
+            "keep_root_kernel",
+            "max_kept_kernels",
+            "prune_children_kernels",
+        ),
+        "Admission": (
+            "default_model",
+            "max_depth",
+            "default_budget",
+            "max_children",
+            "max_batch",
+            "max_name_chars",
+            "max_prompt_chars",
+            "max_blob_bytes",
+        ),
+        "Runs": ("loop_class",),
+        "Mailbox": (
+            "message_max_bytes",
+            "max_pending_messages",
+            "message_rate_limit",
+            "message_rate_window",
+        ),
+        "ModelRouter": ("model_timeout", "direct_openai"),
+        "Passivation": ("idle_timeout",),
+        "Recovery": ("auto_resume", "stop_snapshot_timeout"),
+        "Host": (
+            "max_turns",
+            "observation_chars",
+            "model_kwargs",
+            "compact_at",
+            "compact_keep_recent",
+            "snapshot_overhead",
+            "max_llm_batch",
+            "llm_batch_concurrency",
+        ),
+    }.items()
+    for name in names
+}

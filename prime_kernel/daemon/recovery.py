@@ -32,6 +32,8 @@ import json
 import os
 import signal
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,14 +46,27 @@ from .policy import code_blocks
 from .records import SessionRecord
 from .session import LiveSession
 
-if TYPE_CHECKING:
-    from .daemon import Daemon
+if TYPE_CHECKING:  # (`prime-agent sessions` reads `unattended` and imports nothing heavy)
+    from .events import EventLog
     from .launcher import KernelLauncher
+    from .lifecycle import Lifecycle
+    from .passivation import Snapshots
+    from .registry import SessionRegistry
+    from .store import Store
 
 RESTARTED = (
     "The daemon that ran this session stopped (a restart or a crash) and a new one took it up."
 )
 NOTEBOOK_ENDED = "its notebook's kernel ended with the server that ran it"
+
+
+@dataclass
+class Resumption:
+    """What a restart takes back (Recovery.resume): sessions to run again, and sessions to
+    wake if mail came for them while no daemon ran (a schedule's missed tick, a message)."""
+
+    run: list[LiveSession] = field(default_factory=list)
+    resting: list[LiveSession] = field(default_factory=list)
 
 
 def unattended(record: SessionRecord) -> tuple[SessionState, str] | None:
@@ -84,9 +99,27 @@ class Recovery(LoggingConfigurable):
         10.0, config=True, help="Seconds a clean stop spends snapshotting live REPLs."
     )
 
-    def __init__(self, daemon: Daemon, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        registry: SessionRegistry,
+        store: Store,
+        lifecycle: Lifecycle,
+        events: EventLog,
+        snapshots: Snapshots,
+        release: Callable[[LiveSession], Awaitable[None]],
+        revoke: Callable[[str], None],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self.daemon = daemon
+        self.registry = registry
+        self.store = store
+        self.lifecycle = lifecycle
+        self.events = events
+        self.snapshots = snapshots
+        # Shuts a session's kernel down (KernelCustody.release); revokes a kernel's token.
+        self.release = release
+        self.revoke = revoke
         # Sessions whose conversation must be read back from the store before their next run.
         self._unloaded: set[str] = set()
         # Of those, the ones that were running: the model must be told what was in flight,
@@ -99,39 +132,36 @@ class Recovery(LoggingConfigurable):
 
     # -- stopping -----------------------------------------------------------------------------
     async def suspend_all(self) -> None:
-        daemon = self.daemon
-        lives = list(daemon.live.values())
+        lives = list(self.registry.live.values())
         tasks = [lv.task for lv in lives if lv.task is not None and not lv.task.done()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         with_kernels = [lv for lv in lives if lv.runner is not None and not lv.state.terminal]
         if with_kernels:
-            saving = [
-                daemon.snapshots.save(lv, "stop") for lv in with_kernels if lv.record.is_agent
-            ]
+            saving = [self.snapshots.save(lv, "stop") for lv in with_kernels if lv.record.is_agent]
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(
                     asyncio.gather(*saving, return_exceptions=True), self.stop_snapshot_timeout
                 )
         await asyncio.gather(
-            *(daemon.custody.release(lv) for lv in lives if lv.runner is not None),
+            *(self.release(lv) for lv in lives if lv.runner is not None),
             return_exceptions=True,
         )
         # Notebook kernels end with the server (it shuts them down after its extensions): their
         # sessions end now, while the store is open, as the next daemon would end them.
-        for record in list(daemon.registry):
+        for record in list(self.registry):
             if not record.is_agent and not record.terminal:
                 if record.kernel_id is not None:
-                    daemon.tokens.revoke(record.kernel_id)
-                daemon.lifecycle.change(record, SessionState.DONE, reason=NOTEBOOK_ENDED)
+                    self.revoke(record.kernel_id)
+                self.lifecycle.change(record, SessionState.DONE, reason=NOTEBOOK_ENDED)
 
     # -- starting -----------------------------------------------------------------------------
     async def reap_kernels(self, launcher: KernelLauncher) -> None:
         """Stop the kernels a previous daemon started and did not shut down: processes of this
         host by their pid, kernels on a gateway through `launcher` (a gateway that cannot be
         reached now keeps its records for the next start)."""
-        store = self.daemon.store
+        store = self.store
         unreachable: set[str] = set()  # asked once per start, not once per kernel
         for row in await store.kernels():
             if row.get("gateway"):
@@ -140,20 +170,20 @@ class Recovery(LoggingConfigurable):
                 stopped = await launcher.stop_leftover(row)
                 if stopped is False:
                     unreachable.add(row["gateway"])
-                    self.daemon.log.warning(
+                    self.log.warning(
                         "could not reach %s to stop the kernels a previous daemon left there; "
                         "trying again at the next start",
                         row["gateway"],
                     )
                 elif stopped:
-                    self.daemon.log.warning(
+                    self.log.warning(
                         "stopped kernel %s left on %s by a previous daemon",
                         row["kernel_id"],
                         row["gateway"],
                     )
                     store.forget_kernel(row["kernel_id"])
                 else:
-                    self.daemon.log.warning(
+                    self.log.warning(
                         "kernel %s may still run on %s, which this server no longer uses "
                         "(c.Daemon.gateway_url); shut it down there",
                         row["kernel_id"],
@@ -163,7 +193,7 @@ class Recovery(LoggingConfigurable):
                 continue
             pid, connection_file = row.get("pid"), row.get("connection_file")
             if pid and connection_file and _runs(pid, connection_file):
-                self.daemon.log.warning(
+                self.log.warning(
                     "stopping kernel %s (pid %s) left running by a previous daemon",
                     row["kernel_id"],
                     pid,
@@ -177,14 +207,13 @@ class Recovery(LoggingConfigurable):
     def adopt(self) -> None:
         """When the store is opened: take back what an earlier daemon left unfinished, so that
         records say the truth at once (an IDLE session has no kernel any more: INACTIVE)."""
-        daemon = self.daemon
-        for record in list(daemon.registry):
-            if record.terminal or record.id in daemon.live:
+        for record in list(self.registry):
+            if record.terminal or record.id in self.registry.live:
                 continue
             if not record.is_agent:
-                daemon.lifecycle.change(record, SessionState.DONE, reason=NOTEBOOK_ENDED)
+                self.lifecycle.change(record, SessionState.DONE, reason=NOTEBOOK_ENDED)
                 continue
-            live = daemon.new_live(record)
+            live = self.registry.attach(record)
             self._unloaded.add(record.id)
             state = record.state
             if state == SessionState.RUNNING:
@@ -196,40 +225,37 @@ class Recovery(LoggingConfigurable):
             if state in (SessionState.IDLE, SessionState.INACTIVE):
                 self._resting.append(live)
             if state == SessionState.IDLE:
-                daemon.lifecycle.change(
+                self.lifecycle.change(
                     record, SessionState.INACTIVE, reason="its daemon stopped; a message wakes it"
                 )
             elif state in (SessionState.ADMITTED, SessionState.RUNNING):
                 self._to_run.append(live)
 
-    def resume(self) -> None:
-        """Once the daemon can run sessions: queue again what was queued or running (or, with
-        `auto_resume` off, leave it INACTIVE until it is woken)."""
-        daemon = self.daemon
+    def resume(self) -> Resumption:
+        """Once the daemon can run sessions: what to run again (what was queued or running)
+        and what to wake if mail came for it meanwhile; with `auto_resume` off, neither: what
+        was at work waits INACTIVE until it is woken."""
+        plan = Resumption()
         for live in self._to_run:
             if live.state.terminal:
                 continue  # cancelled while the daemon was starting
             if not self.auto_resume:
-                daemon.lifecycle.change(
+                self.lifecycle.change(
                     live.record,
                     SessionState.INACTIVE,
                     reason="its daemon stopped; a message (or `prime-agent resume`) wakes it",
                 )
             else:
                 if live.state == SessionState.ADMITTED:
-                    daemon.emit(live, EventKind.RESUME, {"reason": "queued again after a restart"})
-                daemon.runs.start(live)
+                    self.events.emit(
+                        live.record, EventKind.RESUME, {"reason": "queued again after a restart"}
+                    )
+                plan.run.append(live)
         self._to_run.clear()
         resting, self._resting = self._resting, []
-        if resting and self.auto_resume:
-            daemon.spawn(self._wake_if_mail(resting), "wake-if-mail")
-
-    async def _wake_if_mail(self, lives: list[LiveSession]) -> None:
-        """Mail that came while no daemon ran (a schedule's missed tick, a message) wakes the
-        sessions it is for."""
-        for live in lives:
-            if live.state == SessionState.INACTIVE and await self.daemon.mailbox.has_unread(live):
-                self.daemon.runs.wake(live)
+        if self.auto_resume:
+            plan.resting = resting
+        return plan
 
     async def prepare(self, live: LiveSession) -> None:
         """Before a run of a session taken over from an earlier daemon: its conversation back
@@ -237,10 +263,9 @@ class Recovery(LoggingConfigurable):
         if live.id not in self._unloaded:
             return
         self._unloaded.discard(live.id)
-        daemon = self.daemon
-        messages = await daemon.store.conversation(live.id)
+        messages = await self.store.conversation(live.id)
         live.conversation.load(messages)
-        last = await daemon.store.last_event(live.id, EventKind.CELL.value)
+        last = await self.store.last_event(live.id, EventKind.CELL.value)
         if last is not None:
             live.repl_names = list(last["data"].get("names") or [])
         reason = self._interrupted.pop(live.id, None)
@@ -250,8 +275,8 @@ class Recovery(LoggingConfigurable):
         if reason is None and in_flight is None:
             return
         reason = reason or RESTARTED
-        daemon.emit(
-            live,
+        self.events.emit(
+            live.record,
             EventKind.RESUME,
             {"reason": reason, "in_flight": in_flight, "snapshot": None},
         )
@@ -260,7 +285,7 @@ class Recovery(LoggingConfigurable):
 
     def kernel_lost(self, live: LiveSession, error: str) -> None:
         """A running session lost its kernel and cannot have another now (see
-        Daemon._kernels_unavailable): its next run starts as one a restart took back."""
+        Runs._kernels_unavailable): its next run starts as one a restart took back."""
         self._unloaded.add(live.id)
         self._interrupted[live.id] = f"The session's kernel was lost: {error}."
 

@@ -13,16 +13,25 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from ..protocol.errors import NotFound
 from ..protocol.states import SessionState
 from .records import SessionRecord, Sink
-from .session import LiveSession
+from .session import Conversation, LiveSession, Message
+
+
+class Conversations(Protocol):
+    """Where a driven session's conversation is written through to (the store)."""
+
+    def append_conversation(self, session_id: str, messages: list[Message]) -> list[Message]: ...
+
+    def replace_conversation(self, session_id: str, messages: list[Message]) -> list[Message]: ...
 
 
 class SessionRegistry:
-    def __init__(self) -> None:
+    def __init__(self, conversations: Conversations | None = None) -> None:
+        self.conversations = conversations
         self._records: dict[str, SessionRecord] = {}
         self._children: dict[str | None, list[str]] = {}
         self.live: dict[str, LiveSession] = {}
@@ -63,6 +72,20 @@ class SessionRegistry:
         self._open.setdefault(sid, 0)
         if not record.terminal:
             self._count_open(sid, 1)
+
+    def attach(self, record: SessionRecord) -> LiveSession:
+        """Drive `record`'s session: its runtime state, its conversation written through."""
+        sid, store = record.id, self.conversations
+        conversation = (
+            Conversation()
+            if store is None
+            else Conversation(
+                on_append=lambda ms: store.append_conversation(sid, ms),
+                on_replace=lambda ms: store.replace_conversation(sid, ms),
+            )
+        )
+        live = self.live[sid] = LiveSession(record, conversation)
+        return live
 
     def watch(self, watcher: Callable[[SessionRecord, dict[str, Any]], None]) -> None:
         """Call `watcher(record, fields)` before any record changes (it still has the old

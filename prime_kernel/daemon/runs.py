@@ -24,6 +24,7 @@ from traitlets.config import LoggingConfigurable
 
 from ..protocol.errors import Conflict, KernelsUnavailable, PrimeError
 from ..protocol.states import SessionState
+from .answers import Answers
 from .autonomy import Autonomy
 from .custody import KernelCustody
 from .disk import DiskSpace
@@ -32,14 +33,13 @@ from .listing import Listing
 from .loop import AgentLoop, LoopHost, TurnLimitReached
 from .passivation import Passivation, Snapshots
 from .records import SessionRecord
-from .recovery import Recovery
+from .recovery import Recovery, Resumption
 from .registry import SessionRegistry
 from .replay import Replays
 from .scheduler import Scheduler
 from .session import LiveSession
 
 Spawn = Callable[[Coroutine[Any, Any, Any], str], "asyncio.Task[Any]"]
-RecordAnswer = Callable[[LiveSession, "str | None", str, str], None]
 
 
 class Runs(LoggingConfigurable):
@@ -64,7 +64,7 @@ class Runs(LoggingConfigurable):
         recovery: Recovery,
         waits: Callable[[str], bool],
         has_unread: Callable[[LiveSession], Coroutine[Any, Any, bool]],
-        record_answer: RecordAnswer,
+        answers: Answers,
         started: asyncio.Event,
         spawn: Spawn,
         **kwargs: Any,
@@ -85,7 +85,7 @@ class Runs(LoggingConfigurable):
         # Whether a schedule still ticks to the session (it waits IDLE for that).
         self.waits = waits
         self.has_unread = has_unread
-        self.record_answer = record_answer
+        self.answers = answers
         self.started = started
         self.spawn = spawn
 
@@ -127,7 +127,7 @@ class Runs(LoggingConfigurable):
                 await loop.run(live.record.options.get("max_turns"))
             if self.waits_after_answer(live):
                 self.lifecycle.change(live.record, SessionState.IDLE)
-            elif live.answered:
+            elif self.answers.answered(live):
                 self.lifecycle.change(live.record, SessionState.DONE)
             else:
                 self.fail(live, "ended without an answer")
@@ -154,7 +154,7 @@ class Runs(LoggingConfigurable):
             self.fail(live, recorded.error or f"ended {recorded.state.value}")
             return
         kind = "answer" if recorded.answer_blob else "reply"
-        self.record_answer(live, recorded.answer_blob, recorded.answer_repr or "", kind)
+        self.answers.record(live, recorded.answer_blob, recorded.answer_repr or "", kind)
         self.lifecycle.change(live.record, SessionState.DONE)
 
     def _kernels_unavailable(self, live: LiveSession, error: str) -> None:
@@ -198,11 +198,21 @@ class Runs(LoggingConfigurable):
             return  # already woken; the turn to come reads all unread mail
         # The answer a persistent session gave belongs to the request it answered; whoever
         # waits on it now waits for the answer to this turn.
-        live.answered = False
-        live.settled.clear()
-        if live.record.answer_blob or live.record.answer_repr is not None:
-            live.record.update(answer_repr=None, answer_blob=None)
+        self.answers.forget(live)
         self.start(live)
+
+    def take_back(self, plan: Resumption) -> None:
+        """After a restart (Recovery.resume): run again what was queued or running; wake what
+        rested if mail came for it while no daemon ran (a schedule's missed tick, a message)."""
+        for live in plan.run:
+            self.start(live)
+        if plan.resting:
+            self.spawn(self._wake_if_mail(plan.resting), "wake-if-mail")
+
+    async def _wake_if_mail(self, lives: list[LiveSession]) -> None:
+        for live in lives:
+            if live.state == SessionState.INACTIVE and await self.has_unread(live):
+                self.wake(live)
 
     def released(self, session_id: str) -> None:
         """No schedule ticks to the session any more: one that waited IDLE (or INACTIVE) only
@@ -251,7 +261,7 @@ class Runs(LoggingConfigurable):
             finally:
                 if caller is not None:
                     self.scheduler.resume(caller.id)
-        return self.listing.full(session_id)
+        return self.listing.session_json(session_id)
 
     async def cancel(self, session_id: str) -> dict[str, Any]:
         """Cancel a session and its whole subtree; a no-op (that says so) if it has ended."""
@@ -293,7 +303,7 @@ class Runs(LoggingConfigurable):
                 f"session {session_id} is {record.state.value}, not INACTIVE: nothing to resume"
             )
         self.wake(live)
-        return self.listing.full(session_id)
+        return self.listing.session_json(session_id)
 
     async def interrupt(self, session_id: str) -> None:
         """Interrupt what the session does: its model's reply as it streams (the agent keeps

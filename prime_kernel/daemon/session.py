@@ -76,9 +76,9 @@ class LiveSession:
     task: asyncio.Task[None] | None = None
     # Text for the model at its next turn: a person's cells, messages, restore notes.
     notes: list[str] = field(default_factory=list)
-    # Set when a waiter may look: the session ended, or (persistent) answered and went IDLE.
+    # Set when a waiter may look: the session ended, or (persistent) answered and went IDLE
+    # (answers.py).
     settled: asyncio.Event = field(default_factory=asyncio.Event)
-    answered: bool = False
     turns: int = 0
     cancelling: bool = False
     # The model call streaming now (its own task, so an interrupt can stop it alone), and
@@ -95,9 +95,6 @@ class LiveSession:
     # When the session (its turn, or a person's cell in its REPL) last used its kernel
     # (time.monotonic()): an ended root's kept kernel goes after keep_root_kernel unused.
     last_active: float = 0.0
-    # Events made while an agent cell runs (its `answer`), recorded after that cell's event so
-    # every view shows the answer after the cell that produced it.
-    held: list[tuple[Any, dict[str, Any]]] | None = None
     # Why the REPL must be restored from its latest snapshot once a kernel is attached (a
     # revived INACTIVE session, a session resumed after a restart); None: start empty.
     restore_reason: str | None = None

@@ -35,7 +35,7 @@ from . import (
     sessions,
     status,
 )
-from .base import NoRouteHandler
+from .base import SERVICES, NoRouteHandler
 from .kernel_socket import KernelSocket
 
 # The event-bus schema of our notifications: the protocol's, with what jupyter_events needs.
@@ -91,7 +91,7 @@ class PrimeApp(ExtensionApp):
                 log=self.log,
             )
             # Never recorded: the server's token and key-like values of the server's config.
-            daemon.scrubber.add(
+            daemon.secrets.add(
                 getattr(serverapp.identity_provider, "token", "") or "",
                 *config_secrets(serverapp.config),
             )
@@ -113,13 +113,16 @@ class PrimeApp(ExtensionApp):
             self.log.warning("Prime: %s", warning)
         self.settings["prime_sandbox"] = self.sandbox
         self.settings["prime_daemon"] = self.daemon
+        for name in SERVICES:
+            self.settings[f"prime_{name}"] = getattr(self.daemon, name)
         # ServerApp creates its event logger before it loads extensions.
         assert serverapp.event_logger is not None
         serverapp.event_logger.register_event_schema(EVENT_SCHEMA)
         serverapp.event_logger.register_event_schema(DELTA_SCHEMA)
-        self.daemon.add_listener(self._emit)
-        self.daemon.add_delta_listener(self._emit_delta)
-        grants = self.settings["prime_grants"] = status.Grants(self.daemon)
+        events = self.daemon.event_log
+        events.add_listener(self._emit)
+        events.add_delta_listener(self._emit_delta)
+        grants = self.settings["prime_grants"] = status.Grants(self.daemon.tokens)
         serverapp.event_logger.add_listener(
             schema_id=status.KERNEL_ACTIONS, listener=grants.on_kernel_action
         )
@@ -129,7 +132,7 @@ class PrimeApp(ExtensionApp):
         if self.connect_all_kernels:
             factory = KernelProvisionerFactory.instance()
             self._default_provisioner = factory.default_provisioner_name
-            factory.default_provisioner_name = "prime-provisioner"
+            factory.default_provisioner_name = kernel_manager.PROVISIONER
 
     def _unavailable(self, error: BaseException) -> None:
         """The daemon cannot run (its store is damaged, another daemon holds it, ...): say so
@@ -176,6 +179,9 @@ class PrimeApp(ExtensionApp):
                 await self.daemon.stop()
             self._unavailable(e)
             return
+        # The Prime kernels people start call the daemon too (agent kernels get theirs as
+        # the daemon starts them).
+        kernel_manager.connect(self.serverapp.kernel_manager, self.daemon.link)
         self.log.info("Prime daemon started; store at %s", self.daemon.store_dir)
 
     async def stop_extension(self) -> None:
@@ -185,6 +191,8 @@ class PrimeApp(ExtensionApp):
             self.serverapp.event_logger.remove_listener(
                 schema_id=status.KERNEL_ACTIONS, listener=self._kernel_action
             )
+        if self.serverapp is not None:
+            kernel_manager.connect(self.serverapp.kernel_manager, None)
         if self.daemon is not None:
             await self.daemon.stop()
         if self._kernel_socket is not None:

@@ -20,9 +20,27 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from referencing import Registry, Resource
 from tornado import web
 
+from ..daemon.access import Access, TokenRegistry
+from ..daemon.admission import Admission
+from ..daemon.answers import Answers
+from ..daemon.collector import Collector
 from ..daemon.daemon import Daemon
-from ..daemon.disk import is_full
+from ..daemon.disk import DiskSpace, is_full
+from ..daemon.goals import Goals
+from ..daemon.host import Host
+from ..daemon.learning import Learner
+from ..daemon.listing import Listing
+from ..daemon.mailbox import Mailbox
+from ..daemon.passivation import Snapshots
+from ..daemon.refining import Refiner
+from ..daemon.registry import SessionRegistry
+from ..daemon.replay import Replays
+from ..daemon.runs import Runs
+from ..daemon.schedules import Schedules
+from ..daemon.secrets import Secrets
 from ..daemon.session import LiveSession
+from ..daemon.store import Store
+from ..harness.harness import Harness
 from ..protocol import rest
 from ..protocol.errors import InsufficientStorage, InvalidRequest, NotFound, PrimeError, Unavailable
 from ..protocol.wire import TOKEN_HEADER
@@ -35,10 +53,63 @@ MAX_DEPTH = 64
 MAX_INT = 2**62
 
 
+# The daemon's services a handler calls, each in the settings as `prime_<name>` (put there by
+# the extension: PrimeApp.initialize_settings), as jupyter_server's are (`kernel_manager`).
+SERVICES = (
+    "access",
+    "admission",
+    "answers",
+    "collector",
+    "disk",
+    "goals",
+    "harness",
+    "host",
+    "learner",
+    "listing",
+    "mailbox",
+    "refiner",
+    "registry",
+    "replays",
+    "runs",
+    "schedules",
+    "secrets",
+    "snapshots",
+    "store",
+    "tokens",
+)
+
+
+def service(name: str) -> Any:
+    """A handler's property: the daemon's service `name` (set if the daemon runs)."""
+    return property(lambda self: self.settings.get(f"prime_{name}"))
+
+
 class PrimeHandler(ExtensionHandlerMixin, APIHandler):
     @property
     def daemon(self) -> Daemon:
-        return self.settings.get("prime_daemon")  # type: ignore[return-value]  # set if it runs
+        """The daemon itself: its folders, whether it runs (set if it runs)."""
+        return self.settings.get("prime_daemon")  # type: ignore[return-value]
+
+    access: Access = service("access")
+    admission: Admission = service("admission")
+    answers: Answers = service("answers")
+    collector: Collector = service("collector")
+    disk: DiskSpace = service("disk")
+    goals: Goals = service("goals")
+    harness: Harness = service("harness")
+    host: Host = service("host")
+    learner: Learner = service("learner")
+    listing: Listing = service("listing")
+    mailbox: Mailbox = service("mailbox")
+    refiner: Refiner = service("refiner")
+    registry: SessionRegistry = service("registry")
+    replays: Replays = service("replays")
+    runs: Runs = service("runs")
+    schedules: Schedules = service("schedules")
+    secrets: Secrets = service("secrets")
+    snapshots: Snapshots = service("snapshots")
+    store: Store = service("store")
+    tokens: TokenRegistry = service("tokens")
 
     # Whether the route is for the server's users (False: for kernels, by their token).
     for_people = True
@@ -56,7 +127,7 @@ class PrimeHandler(ExtensionHandlerMixin, APIHandler):
             # follows a session says the server went away (the session can be resumed).
             raise Unavailable("the server is stopping", stopping=True)
         if self.needs_space and self.request.method in ("POST", "PUT", "PATCH"):
-            self.daemon.disk.check("this request")
+            self.disk.check("this request")
 
     def check_available(self) -> None:
         """A JSON 503 saying why, when the extension could not start its daemon (a damaged
@@ -147,7 +218,7 @@ class PrimeHandler(ExtensionHandlerMixin, APIHandler):
 
     async def reply(self, data: Any, status: int = 200) -> None:
         """Answer a request that changed something, once the change is durable."""
-        await self.daemon.store.flush(timeout=30)
+        await self.store.flush(timeout=30)
         self.write_json(data, status)
 
 
@@ -184,7 +255,7 @@ class KernelHandler(PrimeHandler):
 
     async def prepare(self, **kwargs: Any) -> None:
         await super().prepare(**kwargs)
-        self.caller = await self.daemon.access.caller(self.request.headers.get(TOKEN_HEADER))
+        self.caller = await self.access.caller(self.request.headers.get(TOKEN_HEADER))
         if not self.daemon.started and self.request.method != "GET":
             # A change made now would wait for the daemon's start on the server's side, with
             # nothing said in the cell; the kernel's client says so and retries.
@@ -220,12 +291,12 @@ class UploadHandler(KernelHandler):
 
     def data_received(self, chunk: bytes) -> None:
         self.upload_size += len(chunk)
-        if self.refusal is None and self.upload_size <= self.daemon.admission.max_blob_bytes:
+        if self.refusal is None and self.upload_size <= self.admission.max_blob_bytes:
             self.upload += chunk
 
     def uploaded(self, what: str) -> bytearray:
         """The whole body; TooLarge (413) if it is over the daemon's limit."""
-        self.daemon.admission.check_blob_size(self.upload_size, what)
+        self.admission.check_blob_size(self.upload_size, what)
         return self.upload
 
 

@@ -31,14 +31,14 @@ _FLAGS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no"
 class _Exporting(PrimeHandler):
     def exporter(self) -> NotebookExporter:
         """An exporter configured from the server's config that redacts everything it knows."""
-        secrets = self.daemon.secrets() | config_secrets(self.serverapp.config)
+        secrets = self.secrets.known() | config_secrets(self.serverapp.config)
         return NotebookExporter(parent=self.extensionapp, redactor=Redactor(secrets))
 
     async def write_export(
         self, session_id: str, parts: list[str], *, subtree: bool, force: bool, with_context: bool
     ) -> list[Path]:
         return await export_to(
-            self.daemon,
+            self.listing,
             self.exporter(),
             session_id,
             "/".join(parts),
@@ -46,7 +46,7 @@ class _Exporting(PrimeHandler):
             subtree=subtree,
             force=force,
             with_context=with_context,
-            tmp_dir=self.daemon.store.tmp_dir,
+            tmp_dir=self.store.tmp_dir,
         )
 
 
@@ -57,12 +57,12 @@ class ExportHandler(_Exporting, UserHandler):
         value = self.get_argument("with_context", "0").strip().lower()
         if value not in _FLAGS:
             raise InvalidRequest(f"with_context must be 1 or 0, not {value[:20]!r}")
-        record = self.daemon.session_json(session_id)
-        events = await self.daemon.events(session_id)
-        states = {c: self.daemon.session_json(c)["state"] for c in record["children"]}
+        record = self.listing.session_json(session_id)
+        events = await self.listing.events(session_id)
+        states = {c: self.listing.session_json(c)["state"] for c in record["children"]}
         context = None
         if _FLAGS[value] and record.get("context_type"):
-            data = await self.daemon.context_bytes(session_id)
+            data = await self.listing.context_bytes(session_id)
             context = await asyncio.to_thread(context_file, session_id, data)
         nb = self.exporter().notebook_bytes(record, events, states=states, context=context)
         self.set_header("Content-Disposition", f'attachment; filename="{session_id}.ipynb"')
@@ -70,7 +70,7 @@ class ExportHandler(_Exporting, UserHandler):
 
     async def post(self, session_id: str) -> None:
         body = self.body("export")
-        self.daemon.session_json(session_id)  # an unknown id is a 404 before any path check
+        self.listing.session_json(session_id)  # an unknown id is a 404 before any path check
         parts = target_parts(self.daemon.root_dir, body["path"], store=self.daemon.store_dir)
         files = await self.write_export(
             session_id,
@@ -93,7 +93,7 @@ class ExportHandler(_Exporting, UserHandler):
 class KernelExportHandler(_Exporting, KernelHandler):
     async def post(self) -> None:
         body = self.body("kernel_export")
-        session_id = self.daemon.access.own_tree(self.caller, body.get("session_id"))
+        session_id = self.access.own_tree(self.caller, body.get("session_id"))
         subtree = body.get("subtree", False)
         path = body.get("path") or default_target(session_id, subtree)
         parts = target_parts(

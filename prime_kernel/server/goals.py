@@ -13,15 +13,15 @@ ID = rf"(?P<session_id>{SESSION_ID})"
 
 class UserGoalHandler(UserHandler):
     async def get(self, session_id: str) -> None:
-        self.write_json({"goal": self.daemon.registry.get(session_id).goal})
+        self.write_json({"goal": self.registry.get(session_id).goal})
 
     async def put(self, session_id: str) -> None:
         body = self.body("goal")
-        goal = self.daemon.goals.change(self.daemon.registry.get(session_id), body, "user")
+        goal = self.goals.change(self.registry.get(session_id), body, "user")
         await self.reply({"goal": goal})
 
     async def delete(self, session_id: str) -> None:
-        cleared = self.daemon.goals.clear(self.daemon.registry.get(session_id), "user")
+        cleared = self.goals.clear(self.registry.get(session_id), "user")
         await self.reply({"cleared": cleared})
 
 
@@ -30,11 +30,11 @@ class KernelGoalHandler(KernelHandler):
         self.write_json({"goal": self.caller.record.goal})
 
     async def put(self) -> None:
-        goal = self.daemon.goals.change(self.caller.record, self.body("goal"), self.caller.id)
+        goal = self.goals.change(self.caller.record, self.body("goal"), self.caller.id)
         await self.reply({"goal": goal})
 
     async def delete(self) -> None:
-        await self.reply({"cleared": self.daemon.goals.clear(self.caller.record, self.caller.id)})
+        await self.reply({"cleared": self.goals.clear(self.caller.record, self.caller.id)})
 
 
 HANDLERS: list[tuple[str, Any]] = [

@@ -94,10 +94,6 @@ def update(
 
 
 class _Harness(PrimeHandler):
-    @property
-    def harness(self) -> Harness:
-        return self.daemon.harness
-
     def path(self, value: Any, what: str) -> Path:
         """A path a request names, resolved under the server root (symlinks included)."""
         if not isinstance(value, str) or not value:
@@ -168,7 +164,7 @@ class RollbackHandler(HarnessHandler):
 class RefineHandler(HarnessHandler):
     async def post(self) -> None:
         body = self.body("refine")
-        record = await self.daemon.refiner.refine(
+        record = await self.refiner.refine(
             instructions=body.get("instructions") or None,
             author="user",
             trigger="user request",
@@ -183,7 +179,7 @@ class RefinementsHandler(HarnessHandler):
         self.write_json(
             {
                 "refinements": self.harness.versions().refinements(limit),
-                "running": self.daemon.refiner.progress(),
+                "running": self.refiner.progress(),
             }
         )
 
@@ -241,7 +237,7 @@ class ExportHandler(HarnessHandler):
             )
         root = Path(self.daemon.root_dir).resolve()
         parts = target_parts(root, value, store=self.daemon.store_dir, what="the folder to write")
-        tmp_dir = self.daemon.store.tmp_dir
+        tmp_dir = self.store.tmp_dir
         tmp_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=tmp_dir) as tmp:
             out = interop.export(self.harness, tmp)
@@ -260,9 +256,8 @@ def kernel_write(
 ) -> tuple[dict[str, Any], int]:
     """A change from a kernel: (what to reply, its status). A notebook's kernel is a person's
     REPL, whose change is made at once; an agent's goes through the review policy."""
-    daemon = handler.daemon
     caller = handler.caller
-    harness = daemon.harness
+    harness = handler.harness
     if caller.record.kind == SessionKind.NOTEBOOK:
         version = base_version(body.pop("base_version", None))
         if op == "create":
@@ -283,12 +278,12 @@ def kernel_write(
     edit["reason"] = body.get("reason") or f"written by session {caller.id}"
     edit["evidence"] = body.get("evidence") or [{"session_id": caller.id}]
     record = proposals.propose(
-        daemon.harness,
+        harness,
         [edit],
         author=caller.id,
         trigger=f"harness.{kind} {op} from session {caller.id}",
         summary=f"{op} {kind} {entry_id!r} (from session {caller.id})",
-        max_turns=daemon.host.max_turns,
+        max_turns=handler.host.max_turns,
         evidence=[caller.id],
         strict=True,
     )
@@ -296,7 +291,7 @@ def kernel_write(
     if done["status"] == "applied":
         if op == "delete":
             return {"kind": kind, "id": entry_id, "deleted": True}, 200
-        return entry_json(daemon.harness, kind, entry_id), 201 if op == "create" else 200
+        return entry_json(harness, kind, entry_id), 201 if op == "create" else 200
     return {
         "proposed": True,
         "refinement_id": record["id"],
@@ -353,9 +348,9 @@ class KernelRefineHandler(_Harness, KernelHandler):
         body = self.body("refine")
         # A session refines from its own evidence (itself or its descendants), never from
         # sessions it cannot reach, and only while its budget allows another model call.
-        session_id = self.daemon.access.own_tree(caller, body.get("session_id"))
-        self.daemon.host.check_limits(caller)
-        record = await self.daemon.refiner.refine(
+        session_id = self.access.own_tree(caller, body.get("session_id"))
+        self.host.check_limits(caller)
+        record = await self.refiner.refine(
             instructions=body.get("instructions") or None,
             author=caller.id,
             trigger=f"refine() in session {caller.id}",

@@ -1,11 +1,19 @@
-"""The server's per-kernel manager, with the schemas of the server's event log registered once.
+"""The server's per-kernel manager: it connects the Prime kernels people start (a notebook on
+the "Prime Agent" kernelspec, or any kernel with `c.PrimeApp.connect_all_kernels`) to the daemon,
+and registers the schemas of the server's event log once.
 
-jupyter_server's `ServerKernelManager` registers its event schemas on the server's event logger
-every time one is made, that is for every kernel started: each registration parses the schema's
-YAML and validates it (~7 ms) only to find it registered already. A fan-out of a hundred agent
-kernels paid that a hundred times on the event loop. This class registers each schema path
-once per logger and behaves otherwise exactly as jupyter_server's; the extension puts it in
-place only where the server uses jupyter_server's own (`use_for`).
+A kernel the Prime provisioner launches is connected by the `KernelLink` in its start's keyword
+arguments (see provisioner.py): the daemon's launcher passes one for agent kernels; for the
+kernels a person starts, this manager passes the link the extension gave the server's kernel
+manager (`connect`), when the kernel's provisioner is the Prime one (any other would hand the
+unknown argument on to the process it starts).
+
+And: jupyter_server's `ServerKernelManager` registers its event schemas on the server's event
+logger every time one is made, that is for every kernel started: each registration parses the
+schema's YAML and validates it (~7 ms) only to find it registered already. A fan-out of a
+hundred agent kernels paid that a hundred times on the event loop. This class registers each
+schema path once per logger and behaves otherwise exactly as jupyter_server's; the extension
+puts it in place only where the server uses jupyter_server's own (`use_for`).
 """
 
 from __future__ import annotations
@@ -13,17 +21,50 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from jupyter_client.provisioning import KernelProvisionerFactory
 from jupyter_events import EventLogger
 from jupyter_server.services.kernels.kernelmanager import ServerKernelManager
 from traitlets import default
+
+from ..daemon.launcher import LINK, KernelLink
 
 # The schema paths each event logger was given already (by any kernel manager of ours).
 _registered: weakref.WeakKeyDictionary[EventLogger, set[str]] = weakref.WeakKeyDictionary()
 
 DEFAULT_CLASS = "jupyter_server.services.kernels.kernelmanager.ServerKernelManager"
+PROVISIONER = "prime-provisioner"
+
+# The link each server's multi-kernel manager connects its Prime kernels with (`connect`).
+_links: weakref.WeakKeyDictionary[Any, KernelLink] = weakref.WeakKeyDictionary()
+
+
+def connect(multi_kernel_manager: Any, link: KernelLink | None) -> None:
+    """Connect the Prime kernels `multi_kernel_manager` starts from now on to the daemon of
+    `link` (None: to none; a kernel started earlier keeps its link across restarts)."""
+    if link is None:
+        _links.pop(multi_kernel_manager, None)
+    else:
+        _links[multi_kernel_manager] = link
 
 
 class PrimeServerKernelManager(ServerKernelManager):
+    # Annotated `-> None` on jupyter_client's blocking KernelManager; async here, as its parent's.
+    async def start_kernel(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        link = _links.get(self.parent)
+        if link is not None and LINK not in kwargs and self._prime_provisioned():
+            kwargs[LINK] = link
+        await super().start_kernel(*args, **kwargs)
+
+    def _prime_provisioned(self) -> bool:
+        """Whether the Prime provisioner launches this kernel (as jupyter_client picks it)."""
+        spec = self.kernel_spec
+        wanted = (spec.metadata if spec is not None else {}).get("kernel_provisioner") or {}
+        name = (
+            wanted.get("provisioner_name")
+            or KernelProvisionerFactory.instance().default_provisioner_name
+        )
+        return bool(name == PROVISIONER)
+
     @default("event_logger")
     def _default_event_logger(self) -> EventLogger:
         server = getattr(self.parent, "parent", None)

@@ -21,7 +21,7 @@ ID = rf"(?P<session_id>{SESSION_ID})"
 class VerifyHandler(UserHandler):
     async def post(self, session_id: str) -> None:
         body = self.body("verify")
-        verification = await self.daemon.learner.verify(
+        verification = await self.learner.verify(
             session_id, correct=body.get("correct", True), by="user", note=body.get("note", "")
         )
         await self.reply(verification)
@@ -35,10 +35,10 @@ class KernelVerifyHandler(KernelHandler):
                 "only a person verifies answers (from a notebook, the Agents panel or "
                 "`prime-agent verify`): an agent's verdict is not evidence"
             )
-        self.daemon.access.descendant_of(caller, session_id)
+        self.access.descendant_of(caller, session_id)
         body = self.body("verify")
         where = caller.record.notebook_path or caller.id
-        verification = await self.daemon.learner.verify(
+        verification = await self.learner.verify(
             session_id,
             correct=body.get("correct", True),
             by=f"user (notebook {where})",

@@ -18,27 +18,27 @@ class UserMessagesHandler(UserHandler):
     async def post(self, session_id: str) -> None:
         message = self.body("user_message")["message"]
         # `/refine [instructions]` to a session refines the harness from it instead.
-        receipt = await self.daemon.refiner.command(session_id, message)
+        receipt = await self.refiner.command(session_id, message)
         if receipt is None:
-            receipt = (await self.daemon.mailbox.send(None, session_id, message))[0]
+            receipt = (await self.mailbox.send(None, session_id, message))[0]
         await self.reply(receipt, status=201)
 
 
 class KernelMessagesHandler(KernelHandler):
     async def post(self) -> None:
         body = self.body("kernel_message")
-        receipts = await self.daemon.mailbox.send(self.caller, body["to"], body["message"])
+        receipts = await self.mailbox.send(self.caller, body["to"], body["message"])
         await self.reply({"receipts": receipts}, status=201)
 
     async def get(self) -> None:
         timeout = self.query_seconds("timeout", MAX_WAIT, MAX_WAIT)
-        message = await self.daemon.mailbox.recv(self.caller, timeout)
+        message = await self.mailbox.recv(self.caller, timeout)
         await self.reply({"message": message})
 
 
 class AgentsHandler(KernelHandler):
     async def get(self) -> None:
-        self.write_json({"agents": self.daemon.mailbox.agents(self.caller)})
+        self.write_json({"agents": self.mailbox.agents(self.caller)})
 
 
 HANDLERS: list[tuple[str, Any]] = [

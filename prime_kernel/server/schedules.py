@@ -21,37 +21,37 @@ class SchedulesHandler(UserHandler):
             raise InvalidRequest(f"state must be one of {', '.join(STATES)}, not {state[:40]!r}")
         session = self.get_argument("session", None) or None
         if session is not None:
-            self.daemon.registry.get(session)  # a clear 404 for an unknown session
-        schedules = self.daemon.schedules.listing(session_id=session, state=state)
+            self.registry.get(session)  # a clear 404 for an unknown session
+        schedules = self.schedules.listing(session_id=session, state=state)
         self.write_json({"schedules": schedules})
 
     async def post(self) -> None:
-        schedule = await self.daemon.schedules.create(None, self.body("create_schedule"))
+        schedule = await self.schedules.create(None, self.body("create_schedule"))
         await self.reply(schedule, status=201)
 
 
 class ScheduleHandler(UserHandler):
     async def get(self, schedule_id: str) -> None:
-        self.write_json(self.daemon.schedules.get(schedule_id).to_json())
+        self.write_json(self.schedules.get(schedule_id).to_json())
 
     async def delete(self, schedule_id: str) -> None:
-        await self.reply(self.daemon.schedules.cancel(None, schedule_id))
+        await self.reply(self.schedules.cancel(None, schedule_id))
 
 
 class KernelSchedulesHandler(KernelHandler):
     async def get(self) -> None:
-        listing = self.daemon.schedules.listing(session_id=self.caller.id)
+        listing = self.schedules.listing(session_id=self.caller.id)
         self.write_json({"schedules": listing})
 
     async def post(self) -> None:
         body = self.body("kernel_schedule")
-        schedule = await self.daemon.schedules.create(self.caller, body)
+        schedule = await self.schedules.create(self.caller, body)
         await self.reply(schedule, status=201)
 
 
 class KernelScheduleHandler(KernelHandler):
     async def delete(self, schedule_id: str) -> None:
-        await self.reply(self.daemon.schedules.cancel(self.caller, schedule_id))
+        await self.reply(self.schedules.cancel(self.caller, schedule_id))
 
 
 HANDLERS: list[tuple[str, Any]] = [

@@ -29,7 +29,7 @@ class SessionsHandler(UserHandler):
 
     async def get(self) -> None:
         # Made as JSON text by the daemon: most entries are kept ready-made (daemon/listing.py).
-        text = self.daemon.list_json(
+        text = self.listing.text(
             states=self.states(),
             root_id=self.get_argument("root", None),
             limit=self.query_int("limit", low=1),
@@ -52,27 +52,27 @@ class SessionsHandler(UserHandler):
     async def post(self) -> None:
         # A `context` given here (JSON from a person) is pickled and kept by admission.
         request = SessionRequest.from_json(self.body("create_session"))
-        record = await self.daemon.create_session(request)
+        record = await self.admission.create_session(request)
         await self.reply(record, status=201)
 
 
 class SessionHandler(UserHandler):
     async def get(self, session_id: str) -> None:
-        self.write_json(self.daemon.session_json(session_id))
+        self.write_json(self.listing.session_json(session_id))
 
     async def delete(self, session_id: str) -> None:
-        await self.reply(await self.daemon.runs.cancel(session_id))
+        await self.reply(await self.runs.cancel(session_id))
 
 
 class EventsHandler(UserHandler):
     async def get(self, session_id: str) -> None:
         after = self.query_int("after", default=0) or 0
-        self.write_json({"events": await self.daemon.events(session_id, after=after)})
+        self.write_json({"events": await self.listing.events(session_id, after=after)})
 
 
 class SessionContextHandler(UserHandler):
     async def get(self, session_id: str) -> None:
-        data = await self.daemon.context_bytes(session_id)
+        data = await self.listing.context_bytes(session_id)
         self.set_header("Content-Type", "application/octet-stream")
         self.finish(data)
 
@@ -81,34 +81,29 @@ class InterruptHandler(UserHandler):
     needs_space = False  # stopping what fills the disk must stay possible
 
     async def post(self, session_id: str) -> None:
-        await self.daemon.runs.interrupt(session_id)
+        await self.runs.interrupt(session_id)
         self.write_json({"interrupted": session_id})
 
 
 class ReplayReportHandler(UserHandler):
     async def get(self, session_id: str) -> None:
-        self.write_json(await self.daemon.replays.report(session_id))
+        self.write_json(await self.replays.report(session_id))
 
 
 class ReplayOfHandler(KernelHandler):
     async def get(self, session_id: str) -> None:
-        self.daemon.access.descendant_of(self.caller, session_id)
-        self.write_json(await self.daemon.replays.report(session_id))
+        self.access.descendant_of(self.caller, session_id)
+        self.write_json(await self.replays.report(session_id))
 
 
 class ResumeHandler(UserHandler):
     async def post(self, session_id: str) -> None:
-        await self.reply(self.daemon.runs.resume(session_id))
+        await self.reply(self.runs.resume(session_id))
 
 
 class ModelsHandler(UserHandler):
     async def get(self) -> None:
-        daemon = self.daemon
-        models = daemon.router.known_models()
-        default = daemon.admission.resolve_model(None)
-        if default not in models:
-            models.insert(0, default)
-        self.write_json({"default": default, "models": models})
+        self.write_json(self.admission.models())
 
 
 # -- kernels ----------------------------------------------------------------------------------
@@ -116,14 +111,14 @@ def _check_replay(handler: KernelHandler, request: SessionRequest) -> None:
     """An agent replays only sessions of its own tree (what it could read anyway); a person's
     notebook kernel, any session."""
     if request.replay is not None and handler.caller.record.is_agent:
-        handler.daemon.access.own_tree(handler.caller, request.replay)
+        handler.access.own_tree(handler.caller, request.replay)
 
 
 class ChildrenHandler(KernelHandler):
     async def post(self) -> None:
         request = SessionRequest.from_json(self.body("create_child"))
         _check_replay(self, request)
-        record = await self.daemon.create_session(request, parent_id=self.caller.id)
+        record = await self.admission.create_session(request, parent_id=self.caller.id)
         await self.reply(record, status=201)
 
 
@@ -133,31 +128,31 @@ class BatchChildrenHandler(KernelHandler):
         requests = [SessionRequest.from_json(body) for body in bodies]
         for request in requests:
             _check_replay(self, request)
-        records = await self.daemon.create_sessions(requests, parent_id=self.caller.id)
+        records = await self.admission.create_sessions(requests, parent_id=self.caller.id)
         await self.reply({"sessions": records}, status=201)
 
 
 class ChildHandler(KernelHandler):
     async def get(self, session_id: str) -> None:
-        self.daemon.access.descendant_of(self.caller, session_id)
-        self.write_json(self.daemon.session_json(session_id))
+        self.access.descendant_of(self.caller, session_id)
+        self.write_json(self.listing.session_json(session_id))
 
     async def delete(self, session_id: str) -> None:
-        self.daemon.access.descendant_of(self.caller, session_id)
-        await self.reply(await self.daemon.runs.cancel(session_id))
+        self.access.descendant_of(self.caller, session_id)
+        await self.reply(await self.runs.cancel(session_id))
 
 
 class WaitHandler(KernelHandler):
     async def get(self, session_id: str) -> None:
-        self.daemon.access.descendant_of(self.caller, session_id)
+        self.access.descendant_of(self.caller, session_id)
         timeout = self.query_seconds("timeout", MAX_WAIT, MAX_WAIT)
-        self.write_json(await self.daemon.runs.wait(session_id, timeout, caller=self.caller))
+        self.write_json(await self.runs.wait(session_id, timeout, caller=self.caller))
 
 
 class AnswerOfHandler(KernelHandler):
     async def get(self, session_id: str) -> None:
-        self.daemon.access.descendant_of(self.caller, session_id)
-        data = await self.daemon.answer_bytes(session_id)
+        self.access.descendant_of(self.caller, session_id)
+        data = await self.answers.answer_bytes(session_id)
         self.set_header("Content-Type", "application/octet-stream")
         self.finish(data)
 
@@ -172,13 +167,13 @@ class BlobsHandler(UploadHandler):
             raise InvalidRequest(f"what must be one of {', '.join(self.WHAT)}, not {kind[:40]!r}")
         what = self.WHAT.get(kind, "the value")
         data = self.uploaded(what)
-        blob_id = await self.daemon.admission.put_blob(data, what)
+        blob_id = await self.admission.put_blob(data, what)
         self.write_json({"blob_id": blob_id, "size": len(data)}, status=201)
 
 
 class ContextHandler(KernelHandler):
     async def get(self) -> None:
-        data = await self.daemon.context_bytes(self.caller.id)
+        data = await self.listing.context_bytes(self.caller.id)
         self.set_header("Content-Type", "application/octet-stream")
         self.finish(data)
 
@@ -194,37 +189,37 @@ class AnswerHandler(UploadHandler):
         text = self.get_argument("repr", "", strip=False)
         if len(text) > MAX_REPR_CHARS:
             text = text[:MAX_REPR_CHARS] + "…"
-        await self.daemon.answer(self.caller, self.uploaded("the answer"), text)
+        await self.answers.give(self.caller, self.uploaded("the answer"), text)
         await self.reply({"session_id": self.caller.id, "answered": True})
 
 
 class LLMHandler(KernelHandler):
     async def post(self) -> None:
         body = self.body("llm")
-        texts = await self.daemon.host.llm(self.caller, body["prompts"], body.get("model"))
+        texts = await self.host.llm(self.caller, body["prompts"], body.get("model"))
         await self.reply({"texts": texts})
 
 
 class WhoAmIHandler(KernelHandler):
     async def get(self) -> None:
-        self.write_json(self.daemon.session_json(self.caller.id))
+        self.write_json(self.listing.session_json(self.caller.id))
 
 
 class UsageHandler(KernelHandler):
     async def get(self) -> None:
-        self.write_json(self.daemon.session_json(self.caller.id)["usage"])
+        self.write_json(self.listing.session_json(self.caller.id)["usage"])
 
 
 class SnapshotHandler(KernelHandler):
     async def get(self) -> None:
-        data = await self.daemon.snapshots.latest_bytes(self.caller.id)
+        data = await self.snapshots.latest_bytes(self.caller.id)
         self.set_header("Content-Type", "application/octet-stream")
         self.finish(data)
 
 
 class CompactHandler(KernelHandler):
     async def post(self) -> None:
-        self.write_json(self.daemon.host.request_compaction(self.caller))
+        self.write_json(self.host.request_compaction(self.caller))
 
 
 HANDLERS: list[tuple[str, Any]] = [

@@ -16,7 +16,7 @@ from __future__ import annotations
 from importlib.metadata import version
 from typing import Any
 
-from ..daemon.daemon import Daemon
+from ..daemon.access import TokenRegistry
 from ..daemon.sandbox import status as sandbox_status
 from ..protocol.errors import Conflict, NotFound
 from ..protocol.wire import API
@@ -28,8 +28,8 @@ KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
 class Grants:
     """Kernels given a capability through this endpoint (not through the provisioner)."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(self, tokens: TokenRegistry) -> None:
+        self.tokens = tokens
         self._tokens: dict[str, str] = {}
 
     def __contains__(self, kernel_id: str) -> bool:
@@ -37,18 +37,18 @@ class Grants:
 
     def grant(self, kernel_id: str) -> str:
         token = self._tokens.get(kernel_id)
-        if token is not None and self.daemon.tokens.kernel_for(token) == kernel_id:
+        if token is not None and self.tokens.kernel_for(token) == kernel_id:
             # Two frontends on one kernel (a notebook and a console) both answer its request:
             # they must send the same token, or the one that arrives first is revoked.
             return token
-        token = self._tokens[kernel_id] = self.daemon.tokens.mint(kernel_id, notebook=True)
+        token = self._tokens[kernel_id] = self.tokens.mint(kernel_id, notebook=True)
         return token
 
     async def on_kernel_action(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
         kernel_id = data.get("kernel_id")
         if data.get("action") in ("shutdown", "restart") and kernel_id in self._tokens:
             del self._tokens[kernel_id]
-            self.daemon.tokens.revoke(kernel_id)
+            self.tokens.revoke(kernel_id)
 
 
 class StatusHandler(UserHandler):
@@ -65,7 +65,7 @@ class CapabilityHandler(UserHandler):
         if kernel_id not in self.kernel_manager:
             raise NotFound(f"no kernel {kernel_id} on this server")
         grants = self.settings["prime_grants"]
-        if kernel_id not in grants and self.daemon.tokens.holds(kernel_id):
+        if kernel_id not in grants and self.tokens.holds(kernel_id):
             # Agent kernels and "Prime Agent" notebooks got theirs at launch; a second token
             # would revoke that one.
             raise Conflict(f"kernel {kernel_id} was started with a capability of its own")

@@ -108,17 +108,6 @@ def secrets_of(
     return {s for s in found if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH}
 
 
-def daemon_secrets(daemon: Any) -> set[str]:
-    """Everything secret a daemon knows: live kernel tokens, keys in its config and env,
-    and whatever its scrubber was told (the server's token)."""
-    found = secrets_of(os.environ, [daemon.host.model_kwargs, daemon.config], None, ())
-    found |= set(daemon.tokens.live_tokens())
-    scrubber = getattr(daemon, "scrubber", None)
-    if scrubber is not None:
-        found |= scrubber.static
-    return found
-
-
 def scrub(value: Any, secrets: Iterable[str | None]) -> Any:
     """A copy of a JSON-like `value` with every secret replaced by `[REDACTED]`."""
     return Redactor(secrets).value(value)

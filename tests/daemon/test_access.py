@@ -37,16 +37,11 @@ class World:
             registry=self.registry,
             events=self.events,  # type: ignore[arg-type]
             admission=FakeAdmission(self.registry),  # type: ignore[arg-type]
-            new_live=self.new_live,
         )
-
-    def new_live(self, record: SessionRecord) -> LiveSession:
-        live = self.registry.live[record.id] = LiveSession(record)
-        return live
 
     def agent(self, sid: str, parent: str | None = None, kernel: str | None = None) -> LiveSession:
         record = agent_record(sid, parent)
-        live = self.new_live(self.registry.add(record, lambda sid, fields: None))
+        live = self.registry.attach(self.registry.add(record, lambda sid, fields: None))
         if kernel is not None:
             self.tokens.bind(kernel, sid)
         return live

@@ -79,6 +79,23 @@ class FakeReplays:
         return None
 
 
+class FakeEvents:
+    def __init__(self) -> None:
+        self.emitted: list[tuple[str, str, dict[str, Any]]] = []
+
+    def emit(self, record: Any, kind: Any, data: dict[str, Any]) -> dict[str, Any]:
+        self.emitted.append((record.id, kind.value, data))
+        return data
+
+
+class FakeListing:
+    def __init__(self, registry: SessionRegistry) -> None:
+        self.registry = registry
+
+    def session_json(self, session_id: str) -> dict[str, Any]:
+        return {"id": session_id, "state": self.registry.get(session_id).state.value}
+
+
 @pytest.fixture
 def admission(monkeypatch: pytest.MonkeyPatch) -> Admission:
     monkeypatch.delenv("PRIME_MODEL", raising=False)
@@ -91,6 +108,9 @@ def admission(monkeypatch: pytest.MonkeyPatch) -> Admission:
         accounting=Accounting(registry),
         autonomy=FakeAutonomy(),  # type: ignore[arg-type]
         replays=FakeReplays(),  # type: ignore[arg-type]
+        events=FakeEvents(),  # type: ignore[arg-type]
+        listing=FakeListing(registry),  # type: ignore[arg-type]
+        start=lambda live: None,
         default_model="scripted/default",
         max_batch=3,
         max_children=4,
@@ -186,6 +206,24 @@ def test_an_inline_context_is_pickled_and_kept_as_a_blob(admission: Admission) -
     with pytest.raises(TooLarge, match=r"the context is \d+ bytes pickled.*max_blob_bytes"):
         asyncio.run(admission.store_context(SessionRequest("p", context="x" * 200)))
     assert len(store.blobs) == 1  # type: ignore[attr-defined]  # nothing kept of it
+
+
+def test_created_sessions_are_told_driven_and_started_at_once(admission: Admission) -> None:
+    started: list[str] = []
+    admission.start = lambda live: started.append(live.id)
+    events = admission.events.emitted  # type: ignore[attr-defined]
+    root = asyncio.run(admission.create_session(SessionRequest("root", context=[1])))
+    assert root["state"] == "ADMITTED" and started == [root["id"]]
+    assert admission.registry.live[root["id"]].record.context_type == "list"
+    kinds = [(sid, kind) for sid, kind, _ in events]
+    assert kinds == [(root["id"], "task"), (root["id"], "state")]
+    assert events[0][2]["context_type"] == "list"
+    children = asyncio.run(
+        admission.create_sessions([SessionRequest("a"), SessionRequest("b")], parent_id=root["id"])
+    )
+    assert started == [root["id"], *(c["id"] for c in children)]
+    told = [(sid, data["child_id"]) for sid, kind, data in events if kind == "child"]
+    assert told == [(root["id"], c["id"]) for c in children]
 
 
 def test_default_names_are_cut() -> None:

@@ -147,7 +147,7 @@ def _session(daemon: Daemon, messages: list[dict[str, Any]], kind: str = "agent"
     )
     daemon.store.insert_session(record.to_row())
     daemon.registry.add(record, daemon.store.update_session)
-    live = daemon.new_live(record)
+    live = daemon.registry.attach(record)
     live.conversation.load(messages)
     return live
 

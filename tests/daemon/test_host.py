@@ -14,6 +14,7 @@ import pytest
 from traitlets.config import Config
 
 from prime_kernel.daemon.accounting import Accounting
+from prime_kernel.daemon.answers import Answers
 from prime_kernel.daemon.host import Host
 from prime_kernel.daemon.kernels import CellResult
 from prime_kernel.daemon.registry import SessionRegistry
@@ -111,6 +112,12 @@ def make(
         "disk": FakeDisk(),
         "passivation": Fake(),
     }
+    parts["answers"] = Answers(
+        registry=registry,
+        store=Fake(),  # type: ignore[arg-type]
+        events=parts["events"],
+        put_blob=Fake(),  # type: ignore[arg-type]
+    )
     host = Host(
         router=parts["router"],
         events=parts["events"],
@@ -130,7 +137,7 @@ def make(
         redactor=lambda: None,  # type: ignore[arg-type,return-value]
         turn_taken=lambda: None,
         waits_after_answer=lambda live: waits,
-        record_answer=lambda live, blob, text, kind: None,
+        answers=parts["answers"],
         unreachable=lambda: "",
         config=Config({"Host": config or {}}),
     )
@@ -219,9 +226,10 @@ def test_zero_compact_at_compacts_only_when_asked() -> None:
 def test_a_snapshot_is_due_while_snapshots_stay_a_small_share_of_the_time(
     overhead: float, cost: float, answered: bool, waits: bool, due: bool
 ) -> None:
-    host, live, _ = make(waits=waits, config={"snapshot_overhead": overhead})
+    host, live, parts = make(waits=waits, config={"snapshot_overhead": overhead})
     live.snapshot_cost = cost
-    live.answered = answered
+    if answered:
+        parts["answers"].record(live, None, "42", "reply")
     assert host.snapshot_due(live) is due
 
 

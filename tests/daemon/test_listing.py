@@ -65,7 +65,7 @@ def ids(listing: dict[str, Any]) -> list[str]:
 
 
 def entry(daemon: Daemon, session_id: str) -> dict[str, Any]:
-    (found,) = [s for s in daemon.list_sessions()["sessions"] if s["id"] == session_id]
+    (found,) = [s for s in daemon.listing.list_sessions()["sessions"] if s["id"] == session_id]
     return found
 
 
@@ -73,31 +73,35 @@ def test_changed_after_returns_what_changed_since_the_cursor(daemon: Daemon) -> 
     a = add(daemon)
     b = add(daemon, state=SessionState.RUNNING)
     c = add(daemon)
-    first = daemon.list_sessions()
+    first = daemon.listing.list_sessions()
     assert ids(first) == [c.id, b.id, a.id]  # newest first
     cursor = first["cursor"]
-    nothing = daemon.list_sessions(changed_after=cursor)
+    nothing = daemon.listing.list_sessions(changed_after=cursor)
     assert nothing["sessions"] == [] and nothing["cursor"] == cursor
     assert nothing["epoch"] == first["epoch"]
 
     daemon.lifecycle.change(b, SessionState.DONE)
-    changed = daemon.list_sessions(changed_after=cursor)
+    changed = daemon.listing.list_sessions(changed_after=cursor)
     assert ids(changed) == [b.id]
     assert changed["sessions"][0]["state"] == "DONE"
     assert changed["cursor"] > cursor
     d = add(daemon, parent=a)
     # Since the first cursor: both, newest first; since the second: only the new one. A new
     # child changes its parent's view (children, usage) too.
-    assert ids(daemon.list_sessions(changed_after=cursor)) == [d.id, b.id, a.id]
-    assert ids(daemon.list_sessions(changed_after=changed["cursor"])) == [d.id, a.id]
+    assert ids(daemon.listing.list_sessions(changed_after=cursor)) == [d.id, b.id, a.id]
+    assert ids(daemon.listing.list_sessions(changed_after=changed["cursor"])) == [d.id, a.id]
     # Filters combine with it.
-    assert ids(daemon.list_sessions(changed_after=cursor, states=["DONE"])) == [d.id, b.id, a.id]
-    assert ids(daemon.list_sessions(changed_after=cursor, root_id=a.id)) == [d.id, a.id]
-    assert ids(daemon.list_sessions(changed_after=cursor, limit=1)) == [d.id]
+    assert ids(daemon.listing.list_sessions(changed_after=cursor, states=["DONE"])) == [
+        d.id,
+        b.id,
+        a.id,
+    ]
+    assert ids(daemon.listing.list_sessions(changed_after=cursor, root_id=a.id)) == [d.id, a.id]
+    assert ids(daemon.listing.list_sessions(changed_after=cursor, limit=1)) == [d.id]
     # Every change after a list is in the next list asked with its cursor.
-    last = daemon.list_sessions()["cursor"]
+    last = daemon.listing.list_sessions()["cursor"]
     c.update(answer_repr="42")
-    assert ids(daemon.list_sessions(changed_after=last)) == [c.id]
+    assert ids(daemon.listing.list_sessions(changed_after=last)) == [c.id]
 
 
 def test_a_cursor_is_only_good_for_its_epoch(tmp_path: Path) -> None:
@@ -105,19 +109,19 @@ def test_a_cursor_is_only_good_for_its_epoch(tmp_path: Path) -> None:
     first.open()
     a = add(first)
     a.update(answer_repr="1")
-    before = first.list_sessions()
+    before = first.listing.list_sessions()
     asyncio.run(first.store.close())
 
     second = Daemon(root_dir=str(tmp_path))
     second.open()
     try:
-        after = second.list_sessions()
+        after = second.listing.list_sessions()
         # A new run: a new epoch, and cursors count again from its start. A client holding a
         # cursor of another epoch must list everything again.
         assert after["epoch"] != before["epoch"]
         assert after["cursor"] < before["cursor"]
         assert ids(after) == [a.id]
-        assert second.list_sessions(changed_after=after["cursor"])["sessions"] == []
+        assert second.listing.list_sessions(changed_after=after["cursor"])["sessions"] == []
     finally:
         asyncio.run(second.store.close())
 
@@ -149,7 +153,7 @@ def test_kept_entries_follow_every_change(daemon: Daemon) -> None:
     assert entry(daemon, root.id)["usage"]["subtree"]["wall_time"] == ended
 
     # A kernel coming and going shows, though the record does not change.
-    live = daemon.new_live(root)
+    live = daemon.registry.attach(root)
     live.runner = object()  # type: ignore[assignment]
     assert entry(daemon, root.id)["kernel_alive"] is True
     live.runner = None
@@ -157,7 +161,9 @@ def test_kept_entries_follow_every_change(daemon: Daemon) -> None:
 
     # Kept or made afresh, an entry is the record's own view (nothing here is long).
     for record in (root, child, grandchild):
-        assert entry(daemon, record.id) == json.loads(json.dumps(daemon.session_json(record.id)))
+        assert entry(daemon, record.id) == json.loads(
+            json.dumps(daemon.listing.session_json(record.id))
+        )
 
 
 def test_list_entries_are_brief(daemon: Daemon) -> None:
@@ -176,7 +182,7 @@ def test_list_entries_are_brief(daemon: Daemon) -> None:
     assert listed["answer_repr"] == "a" * 500 + "…"
     assert listed["error"] == "e" * 500 + "…"
     assert listed["options"] == {"spec": "reviewer"}
-    whole = daemon.session_json(record.id)
+    whole = daemon.listing.session_json(record.id)
     assert whole["prompt"] == long and whole["options"]["instructions"] == long
     assert whole["answer_repr"] == "a" * 4000 and whole["error"] == "e" * 3000
 

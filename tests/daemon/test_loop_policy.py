@@ -67,7 +67,6 @@ class FakeHost:
         self.cells.append(code)
 
         def answer(value: Any) -> None:
-            live.answered = True
             self.answers.append(repr(value))
 
         self.namespace["answer"] = answer
@@ -98,6 +97,9 @@ class FakeHost:
 
     def reply(self, live: LiveSession, text: str) -> None:
         self.replies.append(text)
+
+    def answered(self, live: LiveSession) -> bool:
+        return bool(self.answers)
 
 
 def session(model: str, prompt: str = "task", **fields: Any) -> LiveSession:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from prime_kernel.daemon.accounting import Accounting
+from prime_kernel.daemon.answers import Answers
 from prime_kernel.daemon.lifecycle import Lifecycle
 from prime_kernel.daemon.loop import AgentLoop, TurnLimitReached
 from prime_kernel.daemon.records import SessionRecord
@@ -37,8 +38,7 @@ class FakeLoop(AgentLoop):
         live, what = self.live, self.live.record.prompt
         live.turns += 1
         if what == "answer":
-            live.answered = True
-            live.record.update(answer_repr=f"turn {live.turns}")
+            self.world.answers.record(live, None, f"turn {live.turns}", "reply")
         elif what == "turns":
             raise TurnLimitReached("no answer after 1 turn")
         elif what == "hang":
@@ -106,7 +106,7 @@ class FakeListing:
     def __init__(self, registry: SessionRegistry) -> None:
         self.registry = registry
 
-    def full(self, session_id: str) -> dict[str, Any]:
+    def session_json(self, session_id: str) -> dict[str, Any]:
         return {"id": session_id, "state": self.registry.get(session_id).state.value}
 
 
@@ -114,6 +114,13 @@ class World:
     def __init__(self, ticking: tuple[str, ...] = ()) -> None:
         self.registry = SessionRegistry()
         self.lifecycle = Lifecycle(self.registry, FakeEvents(), Accounting(self.registry))  # type: ignore[arg-type]
+        self.answers = Answers(
+            registry=self.registry,
+            store=None,  # type: ignore[arg-type]  # nothing read back
+            events=FakeEvents(),  # type: ignore[arg-type]
+            put_blob=None,  # type: ignore[arg-type]  # nothing uploaded
+        )
+        self.lifecycle.on(SessionState.IDLE, self.answers.entered_idle)
         self.custody = FakeCustody()
         self.snapshots = FakeSnapshots()
         self.started = asyncio.Event()
@@ -136,7 +143,7 @@ class World:
             recovery=FakeRecovery(),  # type: ignore[arg-type]
             waits=lambda sid: sid in ticking,
             has_unread=self.has_unread,
-            record_answer=lambda live, blob, text, kind: None,
+            answers=self.answers,
             started=self.started,
             spawn=self.spawn,
             loop_class=FakeLoop,

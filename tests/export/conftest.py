@@ -52,7 +52,7 @@ def load(root: Path, name: str) -> dict[str, Any]:
 
 async def finish(daemon: Daemon, prompt: str, model: str, **options: Any) -> dict[str, Any]:
     """Run a root session to its end; its record."""
-    record = await daemon.create_session(SessionRequest(prompt, model=model, **options))
+    record = await daemon.admission.create_session(SessionRequest(prompt, model=model, **options))
     return await daemon.runs.wait(record["id"], 60)
 
 
@@ -90,13 +90,15 @@ def text_of(nb: nbformat.NotebookNode) -> str:
 
 @pytest.fixture
 def exporter(daemon: Daemon) -> NotebookExporter:
-    return NotebookExporter(redactor=Redactor(daemon.secrets()))
+    return NotebookExporter(redactor=Redactor(daemon.secrets.known()))
 
 
 async def notebook_of(
     daemon: Daemon, exporter: NotebookExporter, session_id: str, **options: Any
 ) -> nbformat.NotebookNode:
     """A session's notebook, from what the daemon holds (as the REST export builds it)."""
-    record = daemon.session_json(session_id)
-    states = {c: daemon.session_json(c)["state"] for c in record["children"]}
-    return exporter.notebook(record, await daemon.events(session_id), states=states, **options)
+    record = daemon.listing.session_json(session_id)
+    states = {c: daemon.listing.session_json(c)["state"] for c in record["children"]}
+    return exporter.notebook(
+        record, await daemon.listing.events(session_id), states=states, **options
+    )

@@ -110,7 +110,7 @@ async def test_export_through_running_daemon_redacts_its_secrets(
     record = await finish(daemon, "delegate", model)
     sid, child_id = record["id"], record["children"][0]
     # The daemon never even stores the token (it scrubs what it records) ...
-    cell = next(e for e in await daemon.events(child_id) if e["kind"] == "cell")["data"]
+    cell = next(e for e in await daemon.listing.events(child_id) if e["kind"] == "cell")["data"]
     assert cell["outputs"][0]["text"].strip() == "[REDACTED]"
 
     jp_serverapp.write_server_info_file()  # what `jupyter lab` does: the CLI now finds it

@@ -126,7 +126,7 @@ async def test_export_from_kernels(daemon, script, user_kernel, jp_root_dir):
     )
     await nb.value(f"g = rlm('try', model={agent_model!r}); g.result(timeout=60)")
     agent_id = (await nb.value("g.session_id")).strip("'")
-    cells = [e["data"] for e in await daemon.events(agent_id) if e["kind"] == "cell"]
+    cells = [e["data"] for e in await daemon.listing.events(agent_id) if e["kind"] == "cell"]
     assert cells[0]["outputs"][0]["text"].strip() == str(jp_root_dir / "me.ipynb")
     assert cells[0]["outputs"][1]["ename"] == "Forbidden"
     assert "or one of its descendants" in cells[0]["outputs"][1]["evalue"]

@@ -110,7 +110,7 @@ async def test_tree_with_child_image_error_person_and_answer(daemon, script, exp
 
     # The subtree as a folder: linked notebooks, the child's context beside its notebook.
     files = await export_to(
-        daemon, exporter, root["id"], tmp_path / "tree", subtree=True, with_context=True
+        daemon.listing, exporter, root["id"], tmp_path / "tree", subtree=True, with_context=True
     )
     assert sorted(f.name for f in files) == sorted(
         [f"{root['id']}.ipynb", f"{child_id}.ipynb", f"{child_id}.context.json"]
@@ -146,7 +146,7 @@ async def test_failed_cancelled_empty_and_running_sessions(daemon, script, expor
     assert "Answer (the model's reply)" in by_kind(nb, "answer")[0].source
 
     slow = script([{"code": "print('started')"}, {"sleep": 60, "text": "late"}])
-    running = await daemon.create_session(SessionRequest("slow", model=slow))
+    running = await daemon.admission.create_session(SessionRequest("slow", model=slow))
     sid = running["id"]
     await wait_for(lambda: events(daemon, sid, "cell"))
     nb = await notebook_of(daemon, exporter, sid)
@@ -162,11 +162,13 @@ async def test_failed_cancelled_empty_and_running_sessions(daemon, script, expor
 async def test_huge_print_is_cut_with_a_note(daemon, script, exporter, tmp_path):
     model = script([{"code": "print('x' * 5_000_000)"}, {"code": "answer('printed')"}])
     record = await finish(daemon, "print a lot", model)
-    stored = next(e for e in await daemon.events(record["id"]) if e["kind"] == "cell")["data"]
+    stored = next(e for e in await daemon.listing.events(record["id"]) if e["kind"] == "cell")[
+        "data"
+    ]
     assert "not stored" in stored["truncated_note"]
 
     started = time.monotonic()
-    (path,) = await export_to(daemon, exporter, record["id"], tmp_path / "big.ipynb")
+    (path,) = await export_to(daemon.listing, exporter, record["id"], tmp_path / "big.ipynb")
     elapsed = time.monotonic() - started
     assert path.stat().st_size < 200_000, path.stat().st_size
     cell = code_cells(read(path))[0]

@@ -58,12 +58,12 @@ def test_daemon_secrets_include_config_env_and_live_tokens(tmp_path, monkeypatch
     config = Config({"Host": {"model_kwargs": {"api_key": "from-config-123"}}})
     daemon = Daemon(root_dir=str(tmp_path), config=config)
     token = daemon.tokens.mint("kernel-1")
-    daemon.scrubber.add("server-token-123")
-    found = daemon.secrets()
+    daemon.secrets.add("server-token-123")
+    found = daemon.secrets.known()
     assert {"sk-ant-123456789", "from-config-123", token, "server-token-123"} <= found
     # ... and the daemon's scrubber blanks each of them out of any value.
     value = {"text": f"a {token} b sk-ant-123456789 server-token-123", "n": [token]}
-    assert daemon.scrub(value) == {
+    assert daemon.secrets.scrub(value) == {
         "text": f"a {REDACTED} b {REDACTED} {REDACTED}",
         "n": [REDACTED],
     }
@@ -86,7 +86,7 @@ async def test_planted_secrets_are_gone_from_the_export(
     record = await finish(daemon, f"Keep {PLANTED} safe", model)
     assert record["state"] == "DONE"
     kernel_token = daemon.tokens.live_tokens()
-    raw = json.dumps(await daemon.events(record["id"]))
+    raw = json.dumps(await daemon.listing.events(record["id"]))
     # No secret even reaches the store: the daemon scrubs every event as it is recorded.
     for secret in [PLANTED, server_token, *kernel_token]:
         assert secret not in raw

@@ -24,8 +24,8 @@ pytestmark = pytest.mark.timeout(120)
 
 
 async def state_of(daemon: Daemon, sid: str, *states: str, timeout: float = 90) -> dict[str, Any]:
-    await wait_for(lambda: daemon.session_json(sid)["state"] in states, timeout)
-    return daemon.session_json(sid)
+    await wait_for(lambda: daemon.listing.session_json(sid)["state"] in states, timeout)
+    return daemon.listing.session_json(sid)
 
 
 async def cell_started(daemon: Daemon, sid: str, n: int = 1) -> None:
@@ -37,7 +37,7 @@ async def cell_started(daemon: Daemon, sid: str, n: int = 1) -> None:
         return len(await events(daemon, sid, "assistant")) >= n
 
     await wait_for(sent)
-    kernel_id = daemon.session_json(sid)["kernel_id"].encode()
+    kernel_id = daemon.listing.session_json(sid)["kernel_id"].encode()
 
     def running() -> bool:
         kernels = [p for p, (_, cmd) in processes().items() if kernel_id in cmd]
@@ -65,7 +65,7 @@ async def test_agent_and_child_kernels_run_on_the_gateway(daemon, gateway, scrip
         ]
     )
     root = script([{"code": f"h = rlm('child task', model={child!r})\nanswer(h.result())"}])
-    sid = (await daemon.create_session(SessionRequest("parent task", model=root)))["id"]
+    sid = (await daemon.admission.create_session(SessionRequest("parent task", model=root)))["id"]
     record = await state_of(daemon, sid, "DONE", "FAILED")
     assert record["state"] == "DONE", record
     assert record["answer_repr"] == repr([str(gateway.process.pid), None, "echo"])
@@ -74,7 +74,7 @@ async def test_agent_and_child_kernels_run_on_the_gateway(daemon, gateway, scrip
     # The tokens minted for kernels (the child's, the pool's next) are in no record, nor in
     # the gateway's log.
     assert minted
-    recorded = str([await daemon.events(s) for s in (sid, child_record.id)])
+    recorded = str([await daemon.listing.events(s) for s in (sid, child_record.id)])
     logged = (gateway.home / "gateway.log").read_text()
     for token in minted:
         assert token not in recorded
@@ -86,9 +86,9 @@ async def test_the_kernel_is_the_gateways_and_interrupt_and_cancel_go_through_it
 ):
     sleep = "import time\ntime.sleep(120)"
     model = script([{"code": sleep}, {"code": sleep}, {"text": "never"}])
-    sid = (await daemon.create_session(SessionRequest("sleep twice", model=model)))["id"]
+    sid = (await daemon.admission.create_session(SessionRequest("sleep twice", model=model)))["id"]
     await cell_started(daemon, sid)
-    kernel_id = daemon.session_json(sid)["kernel_id"]
+    kernel_id = daemon.listing.session_json(sid)["kernel_id"]
     assert kernel_id in await asyncio.to_thread(gateway.kernel_ids)
     assert kernel_id not in (daemon.kernel_manager or {})
 
@@ -117,7 +117,7 @@ async def test_a_gateway_killed_mid_cell_leaves_the_session_resumable(
             {"code": "answer('resumed')"},
         ]
     )
-    sid = (await daemon.create_session(SessionRequest("long cell", model=model)))["id"]
+    sid = (await daemon.admission.create_session(SessionRequest("long cell", model=model)))["id"]
     await cell_started(daemon, sid)
     await asyncio.to_thread(gateway.kill)
     record = await state_of(daemon, sid, "INACTIVE", "FAILED", "DONE")
@@ -147,7 +147,7 @@ class TestGatewayDown:
 
     async def test_a_session_fails_with_the_reason(self, daemon, script):
         sid = (
-            await daemon.create_session(
+            await daemon.admission.create_session(
                 SessionRequest("task", model=script([{"code": "answer(1)"}]))
             )
         )["id"]
@@ -199,7 +199,7 @@ class TestSlowGateway:
 
     async def test_a_session_fails_naming_the_limit(self, daemon, script):
         sid = (
-            await daemon.create_session(
+            await daemon.admission.create_session(
                 SessionRequest("task", model=script([{"code": "answer(1)"}]))
             )
         )["id"]
@@ -216,14 +216,14 @@ class TestWrongToken:
 
     async def test_a_session_fails_with_the_reason(self, daemon, gateway, script):
         sid = (
-            await daemon.create_session(
+            await daemon.admission.create_session(
                 SessionRequest("task", model=script([{"code": "answer(1)"}]))
             )
         )["id"]
         record = await state_of(daemon, sid, "FAILED", "DONE")
         assert record["state"] == "FAILED"
         assert "refused our credentials (HTTP 401)" in record["error"]
-        assert "not-the-gateway-token" not in str(await daemon.events(sid))
+        assert "not-the-gateway-token" not in str(await daemon.listing.events(sid))
         assert await asyncio.to_thread(gateway.kernels) == []
 
 
@@ -236,7 +236,7 @@ class TestUnreachablePublicURL:
         self, daemon, public_url, script
     ):
         sid = (
-            await daemon.create_session(
+            await daemon.admission.create_session(
                 SessionRequest("task", model=script([{"code": "answer(1)"}]))
             )
         )["id"]

@@ -120,10 +120,10 @@ async def test_skill_callable_and_project_wins_over_global(
             {"code": "answer(s(4, 5))"},
         ]
     )
-    rec = await daemon.create_session(SessionRequest("add", model=agent))
+    rec = await daemon.admission.create_session(SessionRequest("add", model=agent))
     done = await daemon.runs.wait(rec["id"], 60)
     assert done["answer_repr"] == "9"
-    cells = [e["data"] for e in await daemon.events(rec["id"]) if e["kind"] == "cell"]
+    cells = [e["data"] for e in await daemon.listing.events(rec["id"]) if e["kind"] == "cell"]
     text = "".join(o.get("text", "") for o in cells[0]["outputs"])
     assert "Adds numbers 5" in text and "project tone" in text
     entries, _ = h.list("note")

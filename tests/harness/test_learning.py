@@ -32,7 +32,7 @@ async def verify(jp_fetch: Any, sid: str, **body: Any) -> dict[str, Any]:
 
 
 async def done(daemon: Daemon, prompt: str, model: str, **options: Any) -> str:
-    rec = await daemon.create_session(SessionRequest(prompt, model=model, **options))
+    rec = await daemon.admission.create_session(SessionRequest(prompt, model=model, **options))
     assert (await daemon.runs.wait(rec["id"], 60))["state"] == "DONE"
     return str(rec["id"])
 
@@ -138,7 +138,9 @@ async def test_a_second_verdict_withdraws_what_the_first_taught(daemon: Daemon, 
 
 async def test_what_cannot_be_verified(daemon: Daemon, script, jp_fetch):
     failing = script([{"code": "1/0"}])
-    rec = await daemon.create_session(SessionRequest("divide", model=failing, max_turns=1))
+    rec = await daemon.admission.create_session(
+        SessionRequest("divide", model=failing, max_turns=1)
+    )
     assert (await daemon.runs.wait(rec["id"], 60))["state"] == "FAILED"
     code, body = await fetch_error(verify(jp_fetch, rec["id"]))
     assert code == 409 and "no answer to verify" in body["message"]
@@ -181,7 +183,7 @@ async def test_verify_from_a_notebook_but_not_from_an_agent(
             {"code": "answer('done')"},
         ]
     )
-    rec = await daemon.create_session(SessionRequest("check a child", model=agent))
+    rec = await daemon.admission.create_session(SessionRequest("check a child", model=agent))
     await daemon.runs.wait(rec["id"], 60)
     [cell] = [
         e for e in await events(daemon, rec["id"], "cell") if "h.verify()" in e["data"]["code"]

@@ -50,7 +50,9 @@ async def review(jp_fetch: Any, rid: str, action: str, **body: Any) -> dict[str,
 
 async def failed_session(daemon: Daemon, script) -> str:
     model = script([{"code": "1/0"}, {"code": "x = 1/0"}])
-    rec = await daemon.create_session(SessionRequest("compute the ratio", model=model, max_turns=2))
+    rec = await daemon.admission.create_session(
+        SessionRequest("compute the ratio", model=model, max_turns=2)
+    )
     assert (await daemon.runs.wait(rec["id"], 60))["state"] == "FAILED"
     return str(rec["id"])
 
@@ -247,7 +249,7 @@ async def test_refine_from_the_repl_is_authored_by_the_session(daemon: Daemon, s
     agent = script(
         [{"code": "r = refine('remember things'); print(r['status'])"}, {"code": "answer(r['id'])"}]
     )
-    rec = await daemon.create_session(SessionRequest("improve", model=agent))
+    rec = await daemon.admission.create_session(SessionRequest("improve", model=agent))
     done = await daemon.runs.wait(rec["id"], 60)
     rid = done["answer_repr"].strip("'")
     record = proposals.get_refinement(daemon.harness, rid)
@@ -283,7 +285,7 @@ async def test_refine_sent_as_a_message_to_an_agent(daemon: Daemon, script, jp_f
     record = receipt["refinement"]
     assert receipt["status"] == "refinement proposed" and receipt["to"] == sid
     assert record["instructions"] == "focus on division" and record["evidence"] == [sid]
-    assert (await daemon.events(sid))[-1]["kind"] == "refinement"
+    assert (await daemon.listing.events(sid))[-1]["kind"] == "refinement"
     assert await daemon.store.unread(sid, "model") == []  # not delivered as a message
 
 
@@ -419,7 +421,7 @@ async def test_the_prompt_leaves_the_reply_room_in_the_models_window(daemon: Dae
     sids = []
     for i in range(4):
         noisy = script([{"code": f"x = 'line {i} ' * 400\nprint(x)\n1/0"}])
-        rec = await daemon.create_session(
+        rec = await daemon.admission.create_session(
             SessionRequest(f"noisy task {i} " + "padding " * 300, model=noisy, max_turns=1)
         )
         await daemon.runs.wait(rec["id"], 60)

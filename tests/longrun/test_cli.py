@@ -75,7 +75,7 @@ async def test_goal_and_schedule_commands(daemon, jp_fetch, jp_serverapp, script
     root = daemon.root_dir
     model = script([{"code": "answer('up')"}] + [{"text": "tick seen"}] * 50)
     sid = await start_session(jp_fetch, "stay", model=model, persistent=True)
-    await wait_for(lambda: daemon.live[sid].state.value == "IDLE", timeout=120)
+    await wait_for(lambda: daemon.registry.live[sid].state.value == "IDLE", timeout=120)
 
     code, out, _ = await _cli("--root", root, "goal", sid, capsys=capsys)
     assert (code, out) == (0, f"{sid} has no goal\n")

@@ -98,7 +98,7 @@ async def test_big_values_are_spilled_at_compaction_and_passivation(daemon, jp_f
         return {"code": codes[len(prompts) - 1]}
 
     sid = await start_session(jp_fetch, "hold data", model=script([play] * 5), persistent=True)
-    live = daemon.live[sid]
+    live = daemon.registry.live[sid]
     await wait_for(lambda: live.state.value == "INACTIVE", timeout=240)
     # At the compaction: spilled, and the model told in the same turn.
     told = "\n".join(str(m["content"]) for m in prompts[2] if m["role"] == "user")

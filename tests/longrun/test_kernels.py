@@ -20,7 +20,7 @@ def prime_config(prime_config: dict[str, Any]) -> dict[str, Any]:
 def _kept_roots(daemon: Any) -> list[str]:
     return [
         lv.id
-        for lv in daemon.live.values()
+        for lv in daemon.registry.live.values()
         if lv.runner is not None and lv.record.parent_id is None and lv.record.terminal
     ]
 
@@ -41,7 +41,7 @@ async def test_a_person_working_in_an_idle_agents_repl_keeps_it_up(daemon, jp_fe
     sid = await start_session(
         jp_fetch, "wait", model=script([{"code": "x = 1\nanswer(x)"}]), persistent=True
     )
-    live = daemon.live[sid]
+    live = daemon.registry.live[sid]
     await wait_for(lambda: live.state.value == "IDLE", timeout=120)
     assert live.runner is not None
     # A console of a person: a client of their own (its own session id).

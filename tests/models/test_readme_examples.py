@@ -25,5 +25,5 @@ async def test_readme_notebook_example(daemon: Any, user_kernel: Any) -> None:
     await nb.run('h = rlm("What is the mean of context?", context=[3, 5, 10])')
     assert await nb.value("h.result(timeout=300)", timeout=320) == "6.0"
     sid = (await nb.value("h.session_id")).strip("'")
-    record = daemon.session_json(sid)
+    record = daemon.listing.session_json(sid)
     assert record["state"] == "DONE" and record["model"] == local.MODEL

@@ -53,7 +53,7 @@ async def test_a_dead_kernel_is_noticed_and_the_repl_restored(
 
     sid = await start_session(jp_fetch, "die", model=script([SETUP, {"code": death}, after]))
     await wait_for(lambda: daemon.registry.get(sid).terminal, timeout=120)
-    record = daemon.session_json(sid)
+    record = daemon.listing.session_json(sid)
     assert record["state"] == "DONE" and record["answer_repr"] == "42", record["error"]
     died = _cells(await events(daemon, sid, "cell"))[1]
     assert died["status"] == "died" and exit_text in died["exit"]
@@ -80,7 +80,7 @@ async def test_a_cell_that_ignores_interrupts_is_killed_and_the_session_goes_on(
     model = script([SETUP, {"code": spin}, {"code": "answer(x)"}])
     sid = await start_session(jp_fetch, "spin", model=model)
     await wait_for(lambda: daemon.registry.get(sid).terminal, timeout=120)
-    record = daemon.session_json(sid)
+    record = daemon.listing.session_json(sid)
     assert record["state"] == "DONE" and record["answer_repr"] == "41", record["error"]
     killed = _cells(await events(daemon, sid, "cell"))[1]
     assert killed["status"] == "killed"
@@ -100,7 +100,7 @@ async def test_cancel_frees_a_kernel_that_ignores_interrupts(daemon, script, jp_
     daemon.custody.cell_timeout = 600.0  # only the cancel can stop it
     sid = await start_session(jp_fetch, "spin", model=script([{"code": spin}]))
     await wait_for(lambda: daemon.registry.get(sid).kernel_id is not None)
-    runner = daemon.live[sid].runner
+    runner = daemon.registry.live[sid].runner
     assert runner is not None
     await wait_for(lambda: runner.busy)
     pid = daemon.launcher.record(runner.kernel_id)["pid"]
@@ -141,7 +141,7 @@ async def test_a_session_that_keeps_killing_its_kernel_fails_clearly(
     die = {"code": "import os\nos._exit(1)"}
     sid = await start_session(jp_fetch, "die again", model=script([die, die, die]))
     await wait_for(lambda: daemon.registry.get(sid).terminal, timeout=120)
-    record = daemon.session_json(sid)
+    record = daemon.listing.session_json(sid)
     assert record["state"] == "FAILED"
     assert "died (exit code 1) 2 times; the limit is 1" in record["error"]
 
@@ -159,8 +159,8 @@ async def test_a_huge_answer_while_others_list_sessions(daemon, script, jp_fetch
         assert resp.code == 200
         listed += 1
         await asyncio.sleep(0.01)  # a client listing every 10 ms: the load under test
-    assert listed and daemon.session_json(sid)["state"] == "DONE"
-    assert len(await daemon.answer_bytes(sid)) > 150_000_000
+    assert listed and daemon.listing.session_json(sid)["state"] == "DONE"
+    assert len(await daemon.answers.answer_bytes(sid)) > 150_000_000
 
 
 async def test_a_notebook_whose_kernel_is_shut_down_ends(
@@ -172,10 +172,10 @@ async def test_a_notebook_whose_kernel_is_shut_down_ends(
     (notebook,) = [r for r in daemon.registry if not r.is_agent]
     await jp_fetch("api", "kernels", nb.kernel_id, method="DELETE")
     await wait_for(lambda: daemon.registry.get(notebook.id).terminal)
-    record = daemon.session_json(notebook.id)
+    record = daemon.listing.session_json(notebook.id)
     assert record["state"] == "DONE"
     states = [e["data"] for e in await events(daemon, notebook.id, "state")]
     assert states[-1]["reason"] == "its kernel was shut down"
     # Its child's answer stays retrievable.
     (child,) = record["children"]
-    assert daemon.session_json(child)["answer_repr"] == "7"
+    assert daemon.listing.session_json(child)["answer_repr"] == "7"

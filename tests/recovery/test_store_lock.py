@@ -37,6 +37,9 @@ async def test_an_agent_cannot_lock_the_store(daemon: Any, script: Any, jp_fetch
     # Meanwhile the daemon serves everyone else: a session in another tree runs and ends.
     other = await start_session(jp_fetch, "bystander", model=script([{"code": "answer(1)"}]))
     await wait_for(lambda: daemon.registry.get(other).terminal, timeout=60)
-    assert daemon.session_json(other)["state"] == "DONE"
+    assert daemon.listing.session_json(other)["state"] == "DONE"
     await wait_for(lambda: daemon.registry.get(locker).terminal, timeout=60)
-    assert daemon.session_json(locker)["answer_repr"] == "'OperationalError: database is locked'"
+    assert (
+        daemon.listing.session_json(locker)["answer_repr"]
+        == "'OperationalError: database is locked'"
+    )

@@ -204,7 +204,7 @@ async def test_another_sessions_routes(
     prime_mode, daemon, attack, script, jp_http_port, jp_base_url
 ):
     # A victim: another user's root session, still running.
-    victim = await daemon.create_session(
+    victim = await daemon.admission.create_session(
         SessionRequest("victim", model=script([{"code": "import time\ntime.sleep(30)"}]))
     )
     code = RAW_REQUEST + (
@@ -231,7 +231,10 @@ async def test_another_sessions_routes(
     assert found["get"] == 403 and found["cancel"] == 403 and found["wait"] == 403
     assert found["forged_token"] == 401
     assert all(status in (403, "URLError") for status in found["user_api"]), found
-    assert daemon.session_json(victim["id"])["state"] in ("ADMITTED", "RUNNING")  # untouched
+    assert daemon.listing.session_json(victim["id"])["state"] in (
+        "ADMITTED",
+        "RUNNING",
+    )  # untouched
     await daemon.runs.cancel(victim["id"])
 
 

@@ -95,8 +95,8 @@ found["file"] = fill("big.bin", 64)
 
 async def test_caps_end_in_their_own_cell(daemon, script, jp_fetch) -> None:
     other_model = script([{"code": "import time\ntime.sleep(3)\nanswer(2)"}])
-    other = await daemon.create_session(SessionRequest("meanwhile", model=other_model))
-    bomber = await daemon.create_session(
+    other = await daemon.admission.create_session(SessionRequest("meanwhile", model=other_model))
+    bomber = await daemon.admission.create_session(
         SessionRequest(
             "bombs", model=script([{"code": BOMBS}, {"code": "answer(json.dumps(found))"}])
         )
@@ -108,7 +108,7 @@ async def test_caps_end_in_their_own_cell(daemon, script, jp_fetch) -> None:
     done = await daemon.runs.wait(bomber["id"], 180)
     assert done["state"] == "DONE", done.get("error")
     assert (await daemon.runs.wait(other["id"], 120))["state"] == "DONE"
-    found = json.loads(daemon.session_json(bomber["id"])["answer_repr"].strip("'"))
+    found = json.loads(daemon.listing.session_json(bomber["id"])["answer_repr"].strip("'"))
 
     uid = found["uid"]
     if os.geteuid() == 0:  # a host uid of its own, in Sandbox.first_uid's range
@@ -151,10 +151,11 @@ async def test_each_kernel_has_a_uid_of_its_own(daemon, script) -> None:
         pytest.skip("uids of their own only when the server runs as root")
     model = script([{"code": "import os, time\ntime.sleep(2)\nanswer(os.getuid())"}])
     sessions = [
-        await daemon.create_session(SessionRequest(f"uid {i}", model=model)) for i in range(2)
+        await daemon.admission.create_session(SessionRequest(f"uid {i}", model=model))
+        for i in range(2)
     ]
     uids = set()
     for s in sessions:
         assert (await daemon.runs.wait(s["id"], 120))["state"] == "DONE"
-        uids.add(daemon.session_json(s["id"])["answer_repr"])
+        uids.add(daemon.listing.session_json(s["id"])["answer_repr"])
     assert len(uids) == 2 and "0" not in uids, uids

@@ -68,7 +68,7 @@ async def test_no_descriptor_and_no_folder_of_the_servers(
     out = await nb.value(f"rlm('look', model={model!r}).result(timeout=120)")
     found = json.loads(eval(out))
     sid = next(r.id for r in daemon.registry if r.is_agent)
-    kernel_id = daemon.session_json(sid)["kernel_id"]
+    kernel_id = daemon.listing.session_json(sid)["kernel_id"]
     log = Path(daemon.store_dir).resolve() / "logs" / "kernels" / f"{kernel_id}.log"
 
     fds = found["fds"]

@@ -77,7 +77,7 @@ async def test_a_planted_secret_is_kept_nowhere(
     # A person plants it too: a message, a goal and a schedule for a waiting session, a note.
     waiting_model = script(recording(requests, [{"code": "answer(1)"}, {"text": "noted"}]))
     waiting = await start_session(jp_fetch, "wait", persistent=True, model=waiting_model)
-    await wait_for(lambda: daemon.session_json(waiting)["state"] == "IDLE", 60)
+    await wait_for(lambda: daemon.listing.session_json(waiting)["state"] == "IDLE", 60)
     await post_message(jp_fetch, waiting, f"message {planted}")
     await wait_for(lambda: len(requests) >= 4, 60)
     goal = {"text": f"goal {planted}"}
@@ -114,7 +114,7 @@ async def test_a_planted_secret_is_kept_nowhere(
     for kind, entry in (("memory", "planted"), ("note", "user-note")):
         answers.append(await fetch(jp_fetch, "harness", kind, entry))
         answers.append(await fetch(jp_fetch, "harness", kind, entry, "history"))
-    for session_id in [sid, waiting, *daemon.descendant_ids(sid)]:
+    for session_id in [sid, waiting, *daemon.listing.descendant_ids(sid)]:
         for part in ((), ("events",), ("goal",), ("export?with_context=1",)):
             answers.append(await fetch(jp_fetch, "sessions", session_id, *part))
     answers.append(await fetch(jp_fetch, "sessions", sid, "context"))

@@ -59,7 +59,7 @@ async def test_subtree_usage_is_the_sum_of_its_parts(
     assert subtree["model_calls"] == 5 and subtree["cells"] == 5
     assert subtree["cost"] == pytest.approx((100 + 140) * 1e-6 + (20 + 20) * 2e-6)
     # What the parent's REPL saw: usage() own and subtree, and each handle's usage.
-    seen = pickle.loads(await daemon.answer_bytes(sid))
+    seen = pickle.loads(await daemon.answers.answer_bytes(sid))
     assert seen["rs"] == [2, 2]
     assert seen["usage"]["own"]["total_tokens"] == 120
     assert seen["usage"]["subtree"]["total_tokens"] == 280
@@ -105,4 +105,4 @@ async def test_concurrency_limit_holds_with_50_children(daemon, user_kernel, scr
         peak = max(peak, running)
     assert 1 <= peak <= 3  # never more RUNNING than max_concurrent
     assert holders == 3 and queued >= 40  # the limit was reached; the rest waited ADMITTED
-    assert all(daemon.session_json(s)["state"] == "DONE" for s in ids)
+    assert all(daemon.listing.session_json(s)["state"] == "DONE" for s in ids)

@@ -49,7 +49,7 @@ async def test_budget_stops_a_fan_out_midway(daemon, jp_fetch, script):
     await wait_for(lambda: daemon.registry.get(sid).terminal, timeout=240)
     record = await get_session(jp_fetch, sid)
     assert record["state"] == "DONE", record["error"]
-    out = pickle.loads(await daemon.answer_bytes(sid))
+    out = pickle.loads(await daemon.answers.answer_bytes(sid))
     assert "more than what remains of the parent's budget (250 tokens)" in out[0]
     # 50 (parent) + 3 x 100 (children) crosses 300: the 4th and 5th children are stopped.
     assert out[1:4] == [1, 1, 1]
@@ -57,7 +57,7 @@ async def test_budget_stops_a_fan_out_midway(daemon, jp_fetch, script):
         assert line.startswith("stopped: budget exceeded: 350 of 300 tokens spent")
     assert out[6].startswith("refused: cannot start a child: budget exceeded")
     assert record["usage"]["subtree"]["total_tokens"] == 350
-    children = [daemon.session_json(c) for c in record["children"]]
+    children = [daemon.listing.session_json(c) for c in record["children"]]
     assert [c["state"] for c in children] == ["DONE"] * 3 + ["FAILED"] * 2
     for c in children[3:]:
         assert c["budget"]["exceeded"]["session_id"] == sid
@@ -75,4 +75,4 @@ async def test_budget_stops_a_fan_out_midway(daemon, jp_fetch, script):
 async def test_bad_budgets_get_a_clear_error(daemon, jp_fetch, budget, message):
     code, body = await fetch_error(start_session(jp_fetch, "x", budget=budget))
     assert code == 400 and message in body["message"]
-    assert daemon.list_sessions()["sessions"] == []  # nothing was admitted
+    assert daemon.listing.list_sessions()["sessions"] == []  # nothing was admitted

@@ -29,11 +29,11 @@ async def test_cancel_cascades_to_grandchildren(daemon, user_kernel, script, jp_
     )
     assert raised.strip() == f"Cancelled: session {cid} was cancelled"
     for sid in (cid, gid):
-        record = daemon.session_json(sid)
+        record = daemon.listing.session_json(sid)
         assert record["state"] == "CANCELLED"
         cells = await events(daemon, sid, "cell")
         assert [c["data"]["status"] for c in cells] == ["cancelled"]  # interrupted mid-cell
-        kinds = {e["kind"] for e in await daemon.events(sid)}
+        kinds = {e["kind"] for e in await daemon.listing.events(sid)}
         assert {"task", "assistant", "model_call", "cell"} <= kinds  # the record is kept
     # Cancelling again: a no-op that says so (REST and CLI).
     resp = await jp_fetch("api", "prime", "sessions", cid, method="DELETE")

@@ -50,7 +50,7 @@ def _after_summary(model: Model) -> list[dict[str, Any]]:
 async def _run(daemon: Daemon, jp_fetch: Any, model: Model) -> tuple[dict[str, Any], list[Any]]:
     sid = await start_session(jp_fetch, "Count the rows.", model=model.name)
     record = await daemon.runs.wait(sid, 90)
-    return record, await daemon.events(sid)
+    return record, await daemon.listing.events(sid)
 
 
 async def test_a_long_session_is_compacted_near_the_window(daemon, jp_fetch):

@@ -94,7 +94,7 @@ async def test_no_input_gets_a_500(
     jp_root_dir: Path,
     tmp_path: Path,
 ) -> None:
-    real = await daemon.create_session(
+    real = await daemon.admission.create_session(
         SessionRequest("a real one", model=script([{"code": "answer(1)"}]))
     )
     await daemon.runs.wait(real["id"], 60)
@@ -109,7 +109,7 @@ async def test_no_input_gets_a_500(
     assert tried > 300
     assert os.listdir(outside) == []  # nothing written through the swapped link
     # The daemon still works.
-    again = await daemon.create_session(
+    again = await daemon.admission.create_session(
         SessionRequest("after", model=script([{"code": "answer(2)"}]))
     )
     assert (await daemon.runs.wait(again["id"], 60))["state"] == "DONE"

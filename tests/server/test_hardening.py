@@ -141,13 +141,13 @@ async def test_llm_batch_stops_at_the_budget(daemon, user_kernel, script):
     assert not [o for o in result.outputs if o["output_type"] == "error"]
     sid = (await nb.value("h.session_id")).strip("'")
     # Its first turn, then llm() calls one at a time until the 4 turns are spent: never ten.
-    record = daemon.session_json(sid)
+    record = daemon.listing.session_json(sid)
     assert record["usage"]["own"]["model_calls"] == 4
     assert record["state"] == "FAILED" and "budget" in record["error"]
 
 
 async def test_refine_only_from_reachable_sessions(daemon, user_kernel, script):
-    other = await daemon.create_session(
+    other = await daemon.admission.create_session(
         SessionRequest("someone else's", model=script([{"text": "secret"}]))
     )
     await daemon.runs.wait(other["id"], 60)

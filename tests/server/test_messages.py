@@ -44,7 +44,7 @@ async def test_parent_and_two_children_talk_both_ways(daemon, user_kernel, scrip
     a_events = await events(daemon, ids[0], "mail_in", "mail_out")
     assert [e["kind"] for e in a_events].count("mail_out") == 2
     ins = [e["data"] for e in a_events if e["kind"] == "mail_in"]
-    assert {d["from"] for d in ins} == {ids[1], daemon.session_json(ids[0])["parent_id"]}
+    assert {d["from"] for d in ins} == {ids[1], daemon.listing.session_json(ids[0])["parent_id"]}
     # agents() in the notebook: its two children, with depth and state.
     seen = json.loads(await nb.value("print(json.dumps(agents()))"))
     assert {(a["relation"], a["id"]) for a in seen} == {("child", ids[0]), ("child", ids[1])}
@@ -64,11 +64,11 @@ async def test_messages_reach_running_and_idle_sessions(daemon, jp_fetch, jp_ser
         ]
     )
     sid = await start_session(jp_fetch, "wait for mail", model=model, persistent=True)
-    await wait_for(lambda: daemon.live[sid].state.value == "RUNNING")
+    await wait_for(lambda: daemon.registry.live[sid].state.value == "RUNNING")
     receipt = await post_message(jp_fetch, sid, "first")
     assert receipt["status"] == "delivered"  # RUNNING: seen at its next turn
     await wait_for(lambda: (daemon.registry.get(sid).answer_repr or "").startswith("seen"))
-    await wait_for(lambda: daemon.live[sid].state.value == "IDLE")
+    await wait_for(lambda: daemon.registry.live[sid].state.value == "IDLE")
     assert daemon.registry.get(sid).answer_repr == "seen: [message from user]: first"
 
     # IDLE: `prime-agent send` wakes it for a new turn in which the model sees the message.

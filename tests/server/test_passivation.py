@@ -34,7 +34,7 @@ async def test_idle_session_is_passivated_and_revived(daemon, jp_fetch, script):
 
     model = script([{"code": SETUP}, after_revival])
     sid = await start_session(jp_fetch, "keep state", model=model, persistent=True)
-    live = daemon.live[sid]
+    live = daemon.registry.live[sid]
     await wait_for(lambda: live.state.value == "INACTIVE", timeout=120)
     snapshots = await events(daemon, sid, "snapshot")
     assert live.runner is None and live.record.kernel_id is None

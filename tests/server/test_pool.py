@@ -37,7 +37,7 @@ async def test_kernels_start_ahead_for_sessions_waiting_for_a_slot(daemon, scrip
     assert daemon.registry.get(first).state.value == "RUNNING"
     for sid in [first, *queued]:
         await wait_for(lambda sid=sid: daemon.registry.get(sid).terminal, timeout=120)
-        assert daemon.session_json(sid)["state"] == "DONE"
+        assert daemon.listing.session_json(sid)["state"] == "DONE"
     # Nobody waits any more: no kernel is left in the pool (its size is 0).
     await wait_for(
         lambda: daemon.custody.pool.ready == 0 and daemon.custody.pool.target == 0, timeout=60

@@ -199,9 +199,11 @@ async def test_replies_that_continued_a_prefill_replay_whole(daemon, script, mon
 
     model = script([turn] * 4, tools=False)
     monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
-    original = (await daemon.create_session(SessionRequest("six times seven", model=model)))["id"]
+    original = (
+        await daemon.admission.create_session(SessionRequest("six times seven", model=model))
+    )["id"]
     assert (await daemon.runs.wait(original, 120))["answer_repr"] == "42"
-    replay = (await daemon.create_session(SessionRequest(None, replay=original)))["id"]
+    replay = (await daemon.admission.create_session(SessionRequest(None, replay=original)))["id"]
     result = await daemon.runs.wait(replay, 120)
     assert result["state"] == "DONE" and result["answer_repr"] == "42"
     report = await daemon.replays.report(replay)

@@ -71,7 +71,7 @@ async def with_context(daemon: Daemon, jp_fetch: Any, script: Callable[..., str]
     )
     words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"]
     blob = await daemon.store.put_blob(pickle.dumps(words))
-    record = await daemon.create_session(
+    record = await daemon.admission.create_session(
         SessionRequest(
             "count words and letters", model=root, context_blob=blob, context_type="list"
         )

@@ -92,7 +92,7 @@ async def test_nothing_is_stored_per_piece(daemon, jp_fetch, deltas):
         sid = await start_session(jp_fetch, "how many primes below 100?", model=model)
         record = daemon.registry.get(sid)
         await wait_for(lambda record=record: record.terminal)
-        kinds = [e["kind"] for e in await daemon.events(sid)]
+        kinds = [e["kind"] for e in await daemon.listing.events(sid)]
         stored.append([k for k in kinds if k != "snapshot"])
         calls = await events(daemon, sid, "model_call")
         assert [c["data"]["finish_reason"] for c in calls] == ["tool_calls", "stop"]

@@ -43,4 +43,4 @@ async def test_a_large_answer_arrives_whole(daemon: Any, user_kernel: Any, scrip
     model = script([{"code": f"answer(bytes(range(256)) * {BIG // 256})"}])
     nb = await user_kernel()
     sid = (await nb.value(f"h = rlm('big', model={model!r}); h.result(); h.session_id")).strip("'")
-    assert pickle.loads(await daemon.answer_bytes(sid)) == value
+    assert pickle.loads(await daemon.answers.answer_bytes(sid)) == value

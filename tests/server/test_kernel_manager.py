@@ -1,0 +1,51 @@
+"""The server's per-kernel manager (no kernel started: jupyter_server's start is replaced by a
+recorder): the Prime kernels people start get the link the extension connected the server's
+kernel manager with, in start_kernel's keyword arguments, and no other kernel gets it (its
+provisioner would pass the unknown argument on to the process it starts)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.multikernelmanager import AsyncMultiKernelManager
+from jupyter_client.provisioning import KernelProvisionerFactory
+from jupyter_server.services.kernels.kernelmanager import ServerKernelManager
+
+from prime_kernel.daemon.access import TokenRegistry
+from prime_kernel.daemon.launcher import LINK, KernelLink
+from prime_kernel.server import kernel_manager
+from prime_kernel.server.kernel_manager import PrimeServerKernelManager
+
+
+def test_prime_kernels_people_start_get_the_daemons_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[tuple[str, dict[str, Any]]] = []
+
+    async def recorded(self: ServerKernelManager, *args: Any, **kwargs: Any) -> None:
+        started.append((self.kernel_name, kwargs))
+
+    monkeypatch.setattr(ServerKernelManager, "start_kernel", recorded)
+    server = AsyncMultiKernelManager()
+    link = KernelLink("http+unix://daemon/", TokenRegistry(), str(tmp_path), str(tmp_path), 10)
+
+    def start(name: str, **kwargs: Any) -> dict[str, Any]:
+        manager = PrimeServerKernelManager(parent=server, kernel_name=name)
+        asyncio.run(manager.start_kernel(**kwargs))
+        return started.pop()[1]
+
+    assert start("prime-agent") == {}  # the daemon has not started: nothing to connect to
+    kernel_manager.connect(server, link)
+    assert start("prime-agent", cwd="x") == {"cwd": "x", LINK: link}
+    assert start("python3") == {}
+    agent = KernelLink("u", TokenRegistry(), "r", "s", 1, agent=True)
+    assert start("prime-agent", **{LINK: agent}) == {LINK: agent}  # the launcher's own
+    # c.PrimeApp.connect_all_kernels: every kernel's provisioner is the Prime one.
+    factory = KernelProvisionerFactory.instance()
+    monkeypatch.setattr(factory, "default_provisioner_name", kernel_manager.PROVISIONER)
+    assert start("python3") == {LINK: link}
+    kernel_manager.connect(server, None)
+    assert start("prime-agent") == {}
