@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 from pathlib import Path
 
 import prime_kernel.daemon
@@ -42,16 +43,21 @@ def imported(source: str) -> set[str]:
                 continue
             package = importlib.import_module(node.module)
             for alias in node.names:
-                value = getattr(package, alias.name, None)
-                defined_in = getattr(value, "__module__", None) or getattr(value, "__name__", None)
+                submodule = f"{node.module}.{alias.name}"
+                if hasattr(package, "__path__") and importlib.util.find_spec(submodule):
+                    names.add(submodule)
+                    continue
+                defined_in = getattr(getattr(package, alias.name, None), "__module__", None)
                 if isinstance(defined_in, str):
                     names.add(defined_in)
     return names
 
 
 def test_a_module_counts_when_its_class_comes_through_its_package() -> None:
-    source = "from prime_kernel.daemon.sandbox import Layout\nfrom prime_kernel.daemon import cron"
-    assert {"prime_kernel.daemon.sandbox.mounts", "prime_kernel.daemon.cron"} <= imported(source)
+    source = (
+        "from prime_kernel.daemon.sandbox import Layout\nfrom prime_kernel.daemon import private"
+    )
+    assert {"prime_kernel.daemon.sandbox.mounts", "prime_kernel.daemon.private"} <= imported(source)
     assert "prime_kernel.daemon.sandbox.bwrap" not in imported(source)
 
 
