@@ -16,7 +16,7 @@ from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.harness.harness import Harness
 from prime_kernel.protocol.events import EventKind
 from prime_kernel.protocol.states import SessionState
-from tests.daemon.conftest import agent_record
+from tests.daemon.conftest import FakeEvents, agent_record
 
 TASK = "What is the sum of the squares of 1 to 100?"
 CELLS = [
@@ -32,15 +32,6 @@ CELLS = [
 class FakeStore:
     async def events(self, session_id: str, *, kinds: list[str]) -> list[dict[str, Any]]:
         return [{"kind": "cell", "data": cell} for cell in CELLS]
-
-
-class FakeEvents:
-    def __init__(self) -> None:
-        self.kinds: list[EventKind] = []
-
-    def emit(self, record: Any, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
-        self.kinds.append(kind)
-        return data
 
 
 @pytest.fixture
@@ -72,7 +63,8 @@ def test_a_verdict_teaches_unless_learning_is_off(harness: Harness) -> None:
     off = learner(harness, learn=False)
     verification = asyncio.run(off.verify("s", correct=True))
     assert verification["correct"] and "learned" not in verification
-    assert harness.list("example")[0] == [] and off.events.kinds == [EventKind.VERIFIED]  # type: ignore[attr-defined]
+    assert harness.list("example")[0] == []
+    assert [k for _, k, _ in off.events.emitted] == [EventKind.VERIFIED]  # type: ignore[attr-defined]
 
     on = learner(harness)
     learned = asyncio.run(on.verify("s", correct=True))["learned"]

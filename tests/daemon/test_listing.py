@@ -1,7 +1,7 @@
 """Lists of sessions: what `changed_after` and `epoch` promise, entries kept between lists that
 still follow every change (records, children, usage below, kernels, running wall time), brief
 entries, and the registry's indexes agreeing with a plain filter. An offline daemon over a real
-store; no kernels."""
+store; no kernels. The Listing alone, over an in-memory registry, for what it keeps."""
 
 from __future__ import annotations
 
@@ -17,9 +17,12 @@ from typing import Any
 import pytest
 
 from prime_kernel.daemon import usage as usage_mod
+from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.daemon.listing import BRIEF_CHARS, Listing
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.protocol.states import TERMINAL, SessionKind, SessionState
+from tests.daemon.conftest import session
 
 _ids = itertools.count()
 
@@ -250,3 +253,50 @@ _NEXT = {
     SessionState.IDLE: {SessionState.RUNNING, SessionState.INACTIVE, SessionState.DONE},
     SessionState.INACTIVE: {SessionState.RUNNING, SessionState.CANCELLED},
 }
+
+
+class Made:
+    """The Listing's `name_chars`, counting how many entries it made afresh (each asks once)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self) -> int:
+        self.count += 1
+        return 20
+
+
+def test_the_listing_alone_makes_each_entry_once_until_it_changes(accounts: Accounting) -> None:
+    alive: set[str] = set()
+    made = Made()
+    # No store: nothing here reads events or blobs.
+    listing = Listing(accounts.registry, accounts, alive.__contains__, made, None, epoch="e1")  # type: ignore[arg-type]
+    session(accounts, "root", None, name="r" * 30, answer_repr="x" * (BRIEF_CHARS + 1))
+    child = session(accounts, "child", "root", state=SessionState.DONE, ended=time.time())
+
+    def listed() -> dict[str, dict[str, Any]]:
+        text = listing.text()
+        body = json.loads(text)
+        assert body["epoch"] == "e1" and body["cursor"] == accounts.registry.version
+        return {s["id"]: s for s in body["sessions"]}
+
+    asyncio.run(listing.prepare(chunk=1))
+    assert made.count == 2
+    first = listed()
+    assert made.count == 2  # prepared: nothing made again
+    assert first["root"]["name"] == "r" * 20 + "…"
+    assert first["root"]["answer_repr"] == "x" * BRIEF_CHARS + "…"
+    assert first["root"]["children"] == ["child"] and first["root"]["has_answer"] is True
+    assert not {"answer_blob", "context_blob"} & first["root"].keys()  # the store's own
+    assert listing.session_json("root")["name"] == "r" * 30
+
+    # A kernel coming up changes its entry alone; a change of a child changes its parent's too.
+    alive.add("child")
+    assert listed()["child"]["kernel_alive"] is True and made.count == 3
+    accounts.add(child, total_tokens=7)
+    again = listed()
+    assert made.count == 5
+    assert again["root"]["usage"]["subtree"]["total_tokens"] == 7
+    assert again["root"]["usage"]["own"]["total_tokens"] == 0
+    listed()
+    assert made.count == 5

@@ -21,7 +21,7 @@ from prime_kernel.harness.harness import Harness
 from prime_kernel.models.router import Completion
 from prime_kernel.protocol.events import EventKind
 from prime_kernel.protocol.states import SessionState
-from tests.daemon.conftest import agent_record
+from tests.daemon.conftest import FakeEvents, agent_record
 
 EMPTY = {"summary": "Nothing to change", "rationale": "", "expected_outcome": "", "edits": []}
 
@@ -63,15 +63,6 @@ class FakeStore:
         error = {"output_type": "error", "ename": "ZeroDivisionError", "evalue": "x" * 250}
         cell = {"status": "error", "code": f"# {session_id}\n1/0", "outputs": [error]}
         return [{"kind": "assistant", "data": {}}, {"kind": "cell", "data": cell}]
-
-
-class FakeEvents:
-    def __init__(self) -> None:
-        self.emitted: list[tuple[str, EventKind, dict[str, Any]]] = []
-
-    def emit(self, record: Any, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
-        self.emitted.append((record.id, kind, data))
-        return data
 
 
 @pytest.fixture

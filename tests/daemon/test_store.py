@@ -1,5 +1,5 @@
 """The store on real SQLite: what recovery needs of a kernel record survives later updates, and
-readers that went away do not stop the store."""
+readers that went away do not stop the store, and a blob is only ever found by its own id."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from prime_kernel.daemon.store.base import Store
 from prime_kernel.daemon.store.sqlite import SqliteStore
 from prime_kernel.protocol.errors import Unavailable
 
@@ -55,3 +56,26 @@ def test_readers_that_went_away_leave_the_store_working(tmp_path: Path) -> None:
 
     kernels = asyncio.run(run())
     assert len(kernels) == 3000
+
+
+def test_a_blob_id_names_a_file_in_the_blob_folder_and_nothing_else(tmp_path: Path) -> None:
+    """Blob ids come from kernels (a spilled value, a context): one that is not the store's
+    own shape never names a path."""
+
+    async def run(store: Store) -> None:
+        blob_id = await store.put_blob(b"value")
+        assert store.has_blob(blob_id) and await store.get_blob(blob_id) == b"value"
+        assert store.blob_path(blob_id).parent == store.blob_dir
+        assert store.blob_path(blob_id).stat().st_mode & 0o777 == 0o600
+        for bad in ("../prime.sqlite3", "b1/../../x", "", None, 7):
+            assert not store.has_blob(bad)
+            with pytest.raises(ValueError, match="invalid blob id"):
+                store.blob_path(bad)  # type: ignore[arg-type]
+        assert not store.has_blob("b0000")
+
+    store = SqliteStore(tmp_path / "store")
+    store.open()
+    try:
+        asyncio.run(run(store))
+    finally:
+        asyncio.run(store.close())

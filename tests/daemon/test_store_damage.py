@@ -1,7 +1,8 @@
 """A damaged store: refused at open with the repair command named, repaired by `prime-agent
 doctor --repair` (the damaged file kept), and a store damaged while it runs never loses its
 writer (review red-team-a982054, finding 5: 3 pages overwritten started fine, dropped writes,
-then its writer thread died; a garbage header made /api/prime/* answer HTML 404s)."""
+then its writer thread died; a garbage header made /api/prime/* answer HTML 404s). The repair
+itself, in process: sessions whose parent was lost become roots."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from prime_kernel.daemon.store import SqliteStore
+from prime_kernel.daemon.store import SqliteStore, repair
 from prime_kernel.protocol.errors import StoreDamaged
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,3 +120,54 @@ async def test_the_writer_survives_a_file_damaged_under_it(tmp_path: Path) -> No
         await store.flush(timeout=30)
     await asyncio.wait_for(store.close(), 30)
     assert sqlite3.connect(tmp_path / "store" / "prime.sqlite3")  # nothing else touched it
+
+
+async def test_check_says_what_is_wrong_and_the_command_fits_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "root" / ".prime"
+    await (await filled(folder, 500)).close()
+    path = folder / "prime.sqlite3"
+    assert repair.check(path) is None and repair.check(folder / "missing.sqlite3") is None
+    overwrite(path, 4096 * 5, 10)
+    assert repair.check(path) is not None
+    assert repair.command(folder) == f"prime-agent doctor --repair --root {folder.parent.resolve()}"
+    elsewhere = tmp_path / "store"
+    assert repair.command(elsewhere) == f"prime-agent doctor --repair --store {elsewhere.resolve()}"
+
+
+async def test_a_repair_keeps_the_old_file_and_makes_orphans_roots(tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+    store = SqliteStore(folder)
+    store.open()
+    for sid, parent, root, depth in [
+        ("a", None, "a", 0),
+        ("b", "a", "a", 1),
+        ("c", "b", "a", 2),
+        ("d", None, "d", 0),
+    ]:
+        store.insert_session(
+            {
+                "id": sid,
+                "prompt": sid,
+                "state": "DONE",
+                "kind": "agent",
+                "parent_id": parent,
+                "root_id": root,
+                "depth": depth,
+                "created": 1.0,
+                "options": {},
+                "usage": {},
+            }
+        )
+    await store.close()
+    path = folder / "prime.sqlite3"
+    db = sqlite3.connect(path)  # the root's row lost, as on a broken page
+    db.execute("DELETE FROM sessions WHERE id = 'a'")
+    db.commit()
+    db.close()
+
+    done = repair.repair(path)
+    assert done.kept.exists() and done.orphans == 1 and done.rows["sessions"] == 3
+    assert repair.check(path) is None and path.stat().st_mode & 0o777 == 0o600
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT id, parent_id, root_id, depth FROM sessions ORDER BY id").fetchall()
+    assert rows == [("b", None, "b", 0), ("c", "b", "b", 1), ("d", None, "d", 0)]

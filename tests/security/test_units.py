@@ -1,5 +1,5 @@
-"""The pieces without a server: the restricted unpickler, the secrets and the scrubber, the
-sandbox's detection and command line."""
+"""The pieces without a server: the restricted unpickler, the secrets and the scrubber (the
+sandbox's detection and command line: tests/daemon/test_sandbox.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ import decimal
 import fractions
 import os
 import pickle
-import subprocess
 import uuid
-from pathlib import Path
 
 import pytest
 
-from prime_kernel.daemon.sandbox import Layout, Sandbox, SandboxMounts
 from prime_kernel.kernel import safe_pickle
 from prime_kernel.kernel.safe_pickle import UnpicklingRefused
 from prime_kernel.util.redact import (
@@ -258,63 +255,3 @@ def test_scrubber_follows_the_process_environment(monkeypatch):
     )
     monkeypatch.delenv("LATE_API_KEY")
     assert scrubber.scrub("other-secret-0123", []) == "other-secret-0123"
-
-
-# -- the sandbox's command line ------------------------------------------------------------
-def test_mounts_come_parents_first(tmp_path: Path):
-    home, root = tmp_path / "home", tmp_path / "home" / "work"
-    store, py = root / ".prime", home / ".pyenv"
-    for d in (store, py):
-        d.mkdir(parents=True)
-    layout = Layout(
-        hidden=[str(home)], sealed=[str(store)], read_only=[str(py)], writable=[str(root)]
-    )
-    argv = Sandbox().command_for(["python", "-m", "k"], layout, cwd=str(root), bwrap="bwrap")
-    ops = [(argv[i], argv[i + 1]) for i in range(len(argv) - 1) if argv[i].startswith("--")]
-    paths = {str(home), str(root), str(store), str(py)}
-    order = [op for op in ops if op[1] in paths and op[0] != "--chdir"]
-    assert order == [
-        ("--tmpfs", str(home)),
-        ("--ro-bind", str(py)),
-        ("--bind", str(root)),
-        ("--tmpfs", str(store)),
-        ("--remount-ro", str(store)),
-    ]
-    assert argv[:3] == ["/bin/sh", "-c", "trap '' INT; exec \"$@\""]
-    assert argv[-3:] == ["python", "-m", "k"]
-
-
-def test_the_servers_working_folder_on_sys_path_does_not_expose_home(tmp_path: Path):
-    home = os.path.expanduser("~")
-    layout = SandboxMounts().layout(
-        root_dir=str(tmp_path),
-        store_dir=str(tmp_path / ".prime"),
-        runtime_dirs=[],
-        python_paths=[home, "/"],  # `python -m jupyter lab` started in ~
-        private_dirs=[],
-        private_files=[],
-    )
-    assert os.path.realpath(home) in layout.hidden
-    assert os.path.realpath(home) not in layout.read_only and "/" not in layout.read_only
-
-
-def test_detection_says_why_not(tmp_path: Path):
-    assert Sandbox(mode="none").probe().mode == "none"
-    missing = Sandbox(mode="auto", bwrap_path=str(tmp_path / "no-bwrap")).probe()
-    assert missing.mode == "none" and "not installed" in missing.reason
-    required = Sandbox(mode="bwrap", bwrap_path=str(tmp_path / "no-bwrap")).probe()
-    assert required.mode == "bwrap" and required.bwrap is None
-    # A bwrap that cannot create namespaces (as with user namespaces disabled).
-    fake = tmp_path / "bwrap"
-    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    broken = Sandbox(mode="auto", bwrap_path=str(fake)).probe()
-    assert broken.mode == "none" and "No permissions" in broken.reason
-
-
-def test_the_probe_runs_real_bwrap_here():
-    probe = Sandbox(mode="auto").probe()
-    if probe.mode != "bwrap":
-        pytest.skip(probe.reason)
-    assert probe.version.startswith("bubblewrap")
-    assert subprocess.run([probe.bwrap, "--version"], capture_output=True).returncode == 0

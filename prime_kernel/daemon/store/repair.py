@@ -273,11 +273,13 @@ def _adopt_orphans(db: sqlite3.Connection) -> int:
             "UPDATE sessions SET parent_id = NULL, root_id = ?, depth = 0 WHERE id = ?",
             (session_id, session_id),
         )
-        # Its descendants now belong to its tree.
+        # Its descendants now belong to its tree, at their depth below it.
         db.execute(
-            "WITH RECURSIVE below(id) AS (SELECT id FROM sessions WHERE parent_id = ? "
-            "UNION SELECT s.id FROM sessions s JOIN below b ON s.parent_id = b.id) "
-            "UPDATE sessions SET root_id = ? WHERE id IN below",
+            "WITH RECURSIVE below(id, d) AS (SELECT id, 1 FROM sessions WHERE parent_id = ? "
+            "UNION SELECT s.id, b.d + 1 FROM sessions s JOIN below b ON s.parent_id = b.id) "
+            "UPDATE sessions SET root_id = ?, "
+            "depth = (SELECT d FROM below WHERE below.id = sessions.id) "
+            "WHERE id IN (SELECT id FROM below)",
             (session_id, session_id),
         )
     db.execute("COMMIT")

@@ -126,9 +126,11 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
     SCHEMA if it is new, then migrated a version at a time."""
     version = db.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if version == 0 and "sessions" not in tables:
-        for statement in statements(SCHEMA):
-            db.execute(statement)
+    if version == 0:
+        # New (made here), or made before versions were recorded (its tables are SCHEMA's).
+        if "sessions" not in tables:
+            for statement in statements(SCHEMA):
+                db.execute(statement)
         version = 1
     if version > SCHEMA_VERSION:
         raise Unavailable(

@@ -1,4 +1,5 @@
-"""The small cron and the time specs of schedules (pure functions)."""
+"""The small cron of schedules: next times as crontab(5) reads them, and errors that say
+what is wrong."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from prime_kernel.daemon import cron, timespec
+from prime_kernel.daemon import cron
 from prime_kernel.protocol.errors import InvalidRequest
 
 # A Monday: 2030-01-07 10:02:30 local time.
@@ -54,25 +55,3 @@ def test_next_times(expression: str, expected: str) -> None:
 def test_bad_expressions(expression: str, message: str) -> None:
     with pytest.raises(InvalidRequest, match=message):
         cron.parse(expression, NOW)
-
-
-def test_durations_and_moments() -> None:
-    assert [timespec.duration(x) for x in (90, "90s", "10m", "1h30m", "1.5h", "2 days")] == [
-        90,
-        90,
-        600,
-        5400,
-        5400,
-        172800,
-    ]
-    for bad in ("soon", "", "10 parsecs", True, None, float("inf")):
-        with pytest.raises(InvalidRequest):
-            timespec.duration(bad)
-    assert timespec.moment("in 30m", NOW) == NOW + 1800
-    assert timespec.moment("2030-01-07T11:00", NOW) == NOW + 57.5 * 60
-    assert (
-        timespec.moment("2030-01-07T10:00:00+00:00", NOW)
-        == dt.datetime(2030, 1, 7, 10, tzinfo=dt.timezone.utc).timestamp()
-    )
-    with pytest.raises(InvalidRequest, match="is not a time"):
-        timespec.moment("next tuesday", NOW)

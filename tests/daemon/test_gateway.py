@@ -1,0 +1,163 @@
+"""The gateway launcher against a fake gateway (a tornado app in the test's loop; a real one is
+end to end: tests/gateway/): what a kernel's start asks for, the kernel's token following the
+gateway's id, a leftover kernel stopped after a crash, and errors that name the gateway and
+what to check."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from tornado.httpserver import HTTPServer
+from tornado.web import Application, RequestHandler
+
+from prime_kernel.daemon.access import TokenRegistry
+from prime_kernel.daemon.gateway import GatewayLauncher
+from prime_kernel.protocol.errors import KernelsUnavailable
+from prime_kernel.protocol.wire import BOOT_ENV
+
+
+class FakeGateway:
+    """The REST calls a gateway answers, as Kernel Gateway answers them; `refuse`: the status
+    and message of every reply instead."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, dict[str, str], Any]] = []
+        self.kernels = {"g1"}
+        self.refuse: tuple[int, str] | None = None
+
+    def app(self) -> Application:
+        gateway = self
+
+        class Kernels(RequestHandler):
+            def _note(self) -> bool:
+                body = json.loads(self.request.body) if self.request.body else None
+                gateway.requests.append(
+                    (self.request.method or "", self.request.path, dict(self.request.headers), body)
+                )
+                if gateway.refuse is not None:
+                    status, message = gateway.refuse
+                    self.set_status(status)
+                    self.finish({"reason": "Forbidden", "message": message})
+                    return True
+                return False
+
+            def post(self, kernel_id: str = "") -> None:
+                if not self._note():
+                    self.finish({"id": "g1", "name": "python3"})
+
+            def delete(self, kernel_id: str) -> None:
+                if not self._note():
+                    self.set_status(204 if kernel_id in gateway.kernels else 404)
+                    gateway.kernels.discard(kernel_id)
+
+        return Application([(r"/api/kernels/?", Kernels), (r"/api/kernels/([^/]+)", Kernels)])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+Test = Callable[[GatewayLauncher, FakeGateway], Awaitable[None]]
+
+
+def on_gateway(test: Test, **config: Any) -> None:
+    async def run() -> None:
+        gateway, port = FakeGateway(), free_port()
+        server = HTTPServer(gateway.app())
+        server.listen(port, "127.0.0.1")
+        launcher = GatewayLauncher(
+            url=f"http://127.0.0.1:{port}",
+            public_url="http://daemon.example:8888/",
+            tokens=TokenRegistry(),
+            **config,
+        )
+        try:
+            await test(launcher, gateway)
+        finally:
+            server.stop()
+            await server.close_all_connections()
+
+    asyncio.run(run())
+
+
+def test_a_start_sends_the_boot_document_and_the_token_follows_the_gateways_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KERNEL_USERNAME", "server-user")
+    monkeypatch.setenv("KERNEL_NAMESPACE", "from-the-server")
+
+    async def test(launcher: GatewayLauncher, gateway: FakeGateway) -> None:
+        assert await launcher.start_kernel(cwd="/ignored") == "g1"
+        [(method, path, headers, body)] = gateway.requests
+        assert (method, path, headers["Authorization"]) == ("POST", "/api/kernels", "token s3")
+        assert body["name"] == "remote-py"
+        env = body["env"]
+        # The server's KERNEL_* variables are sent; c.GatewayLauncher.env wins over them.
+        assert env["KERNEL_USERNAME"] == "server-user" and env["KERNEL_NAMESPACE"] == "agents"
+        boot = json.loads(env[BOOT_ENV])
+        assert boot["url"] == "http://daemon.example:8888/" and boot["agent"] is True
+        assert launcher.tokens.kernel_for(boot["token"]) == "g1"
+        assert launcher.record("g1") == {
+            "pid": None,
+            "connection_file": None,
+            "gateway": launcher.url,
+        }
+        assert not launcher.restartable("g1")
+
+    on_gateway(
+        test,
+        auth_token="s3",
+        remote_kernel_name="remote-py",
+        env={"KERNEL_NAMESPACE": "agents"},
+    )
+
+
+def test_a_leftover_kernel_is_stopped_on_its_own_gateway_only() -> None:
+    async def test(launcher: GatewayLauncher, gateway: FakeGateway) -> None:
+        mine = {"kernel_id": "g1", "gateway": launcher.url}
+        assert await launcher.stop_leftover({**mine, "gateway": "http://other:1"}) is None
+        assert await launcher.stop_leftover(mine) is True
+        assert await launcher.stop_leftover(mine) is True  # 404: gone already
+        gateway.refuse = (403, "Forbidden")
+        assert await launcher.stop_leftover(mine) is False  # kept, for the next start
+        assert [r[:2] for r in gateway.requests] == [("DELETE", "/api/kernels/g1")] * 3
+
+    on_gateway(test)
+
+
+def test_a_refusal_says_what_the_gateway_said_or_what_to_check() -> None:
+    async def test(launcher: GatewayLauncher, gateway: FakeGateway) -> None:
+        gateway.refuse = (403, "User 'root' is not authorized to start kernel 'python3'")
+        with pytest.raises(KernelsUnavailable, match="refused the request \\(HTTP 403\\): User"):
+            await launcher.start_kernel(cwd="/")
+        gateway.refuse = (401, "Unauthorized")
+        with pytest.raises(KernelsUnavailable) as raised:
+            await launcher.start_kernel(cwd="/")
+        assert "refused our credentials (HTTP 401): check c.GatewayLauncher.auth_token" in str(
+            raised.value
+        )
+        assert "s3" not in str(raised.value)  # never what we sent
+        # The tokens minted for the kernels that did not start work no more.
+        assert launcher.tokens.live_tokens() == []
+
+    on_gateway(test, auth_token="s3")
+
+
+def test_an_unreachable_gateway_is_named() -> None:
+    async def run() -> None:
+        url = f"http://127.0.0.1:{free_port()}"
+        launcher = GatewayLauncher(url=url, public_url="http://d/", tokens=TokenRegistry())
+        with pytest.raises(KernelsUnavailable, match=f"the kernel gateway at {url} is unreachable"):
+            await launcher.start_kernel(cwd="/")
+        bad = GatewayLauncher(url=url, public_url="unix:/sock", tokens=TokenRegistry())
+        with pytest.raises(ValueError, match="public_url must be the http"):
+            await bad.start()
+
+    asyncio.run(run())
