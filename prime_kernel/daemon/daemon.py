@@ -9,7 +9,7 @@ the collaborators and hands each the narrow pieces it needs:
 - `Accounting` (accounting.py): usage and budgets;
 - `Scheduler`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Learner`, `Recovery`;
 - long-horizon control: `Goals`, `Schedules` (heartbeats), `Autonomy` (gates and
-  continuations), `Collector` (spilling REPL values);
+  continuations), `Spills` (spilling REPL values);
 - `Host` (host.py): the agent loop's `LoopHost` — turns, model calls, cells, `llm()`.
 
 Plain asyncio + jupyter_client: it never imports tornado. Everything a kernel asks for arrives
@@ -46,7 +46,6 @@ from .access import Access, TokenRegistry
 from .accounting import Accounting
 from .admission import Admission
 from .autonomy import Autonomy
-from .collector import Collector
 from .custody import KernelCustody
 from .disk import DiskSpace
 from .events import DeltaListener, EventLog, Listener
@@ -69,6 +68,7 @@ from .runs import Runs
 from .scheduler import Scheduler
 from .schedules import Schedules
 from .session import Conversation, LiveSession
+from .spills import Spills
 from .store import SqliteStore, Store
 
 # Settings that moved off the Daemon to the service that reads them: `c.Daemon.<name>` still
@@ -202,7 +202,7 @@ class Daemon(LoggingConfigurable):
             self.store,
             self.event_log,
             lambda: self.custody.cell_timeout,
-            cap=lambda: self.collector.snapshot_cap,
+            cap=lambda: self.spills.snapshot_cap,
         )
         self.custody = KernelCustody(
             registry=self.registry,
@@ -221,7 +221,7 @@ class Daemon(LoggingConfigurable):
             self.custody.alive,
             lambda: self.admission.max_name_chars,
         )
-        self.collector = Collector(
+        self.spills = Spills(
             store=self.store,
             events=self.event_log,
             run_silent=self.custody.run_silent,
@@ -233,7 +233,7 @@ class Daemon(LoggingConfigurable):
             self.snapshots,
             self.custody.release,
             self.spawn,
-            before_save=lambda live: self.collector.auto_spill(live, "passivation"),
+            before_save=lambda live: self.spills.auto_spill(live, "passivation"),
             parent=self,
         )
         self.mailbox = Mailbox(
@@ -331,7 +331,7 @@ class Daemon(LoggingConfigurable):
             mailbox=self.mailbox,
             goals=self.goals,
             autonomy=self.autonomy,
-            collector=self.collector,
+            spills=self.spills,
             admission=self.admission,
             harness=self.harness,
             learner=self.learner,

@@ -31,7 +31,6 @@ from ..util.redact import Redactor
 from .accounting import Accounting
 from .admission import Admission
 from .autonomy import Autonomy
-from .collector import Collector
 from .compaction import compact_if_needed
 from .custody import KernelCustody
 from .disk import DiskSpace
@@ -45,6 +44,7 @@ from .passivation import Passivation, Snapshots
 from .prompt_cache import stable_length
 from .replay import Replays
 from .session import LiveSession
+from .spills import Spills
 from .streaming import ReplyStream
 
 RecordAnswer = Callable[[LiveSession, "str | None", str, str], None]
@@ -97,7 +97,7 @@ class Host(LoggingConfigurable):
         mailbox: Mailbox,
         goals: Goals,
         autonomy: Autonomy,
-        collector: Collector,
+        spills: Spills,
         admission: Admission,
         harness: Harness,
         learner: Learner,
@@ -120,7 +120,7 @@ class Host(LoggingConfigurable):
         self.mailbox = mailbox
         self.goals = goals
         self.autonomy = autonomy
-        self.collector = collector
+        self.spills = spills
         self.admission = admission
         self.harness = harness
         self.learner = learner
@@ -167,7 +167,7 @@ class Host(LoggingConfigurable):
             live.conversation.append({"role": "user", "content": note})
         self.check_limits(live)
         self.autonomy.before_turn(live)
-        if await self._compact(live) and await self.collector.auto_spill(live, "compaction"):
+        if await self._compact(live) and await self.spills.auto_spill(live, "compaction"):
             notes, live.notes = live.notes, []  # the model is told at once
             for note in notes:
                 live.conversation.append({"role": "user", "content": note})

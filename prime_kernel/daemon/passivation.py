@@ -10,7 +10,7 @@ event), so nothing about it is held only in memory.
 `Passivation` shuts an agent's kernel down after it stayed IDLE for `idle_timeout` seconds
 (it becomes INACTIVE); a message revives it. The time counts from the session's last use:
 a person's cell in its REPL starts it again (`touch`), so co-working keeps the kernel up.
-Before the snapshot, big variables are spilled to disk (`before_save`, see collector.py).
+Before the snapshot, big variables are spilled to disk (`before_save`, see spills.py).
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from ..protocol.records import (
 from ..protocol.wire import API
 from ..util.redact import config_secrets
 from . import (
-    collector,
     exports,
     goals,
     harness,
@@ -33,6 +32,7 @@ from . import (
     messages,
     schedules,
     sessions,
+    spills,
     status,
 )
 from .base import NoRouteHandler
@@ -154,7 +154,7 @@ class PrimeApp(ExtensionApp):
             status,
             goals,
             schedules,
-            collector,
+            spills,
         ):
             self.handlers.extend(module.HANDLERS)
         self.handlers.append((rf"{API}/.*", NoRouteHandler))
