@@ -7,7 +7,7 @@ the collaborators and hands each the narrow pieces it needs:
 - `EventLog` (events.py): trajectory events, scrubbed of secrets, pushed to listeners;
 - `Lifecycle` (lifecycle.py): every state change and its effects;
 - `Accounting` (accounting.py): usage and budgets;
-- `Scheduler`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Learner`, `Recovery`;
+- `Slots`, `Mailbox`, `Snapshots`/`Passivation`, `Refiner`, `Learner`, `Recovery`;
 - long-horizon control: `Goals`, `Schedules` (heartbeats), `Autonomy` (gates and
   continuations), `Spills` (spilling REPL values);
 - `Host` (host.py): the agent loop's `LoopHost` — turns, model calls, cells, `llm()`.
@@ -65,9 +65,9 @@ from .refining import Refiner
 from .registry import SessionRegistry
 from .replay import Replays
 from .runs import Runs
-from .scheduler import Scheduler
 from .schedules import Schedules
 from .session import Conversation, LiveSession
+from .slots import Slots
 from .spills import Spills
 from .store import SqliteStore, Store
 
@@ -197,7 +197,7 @@ class Daemon(LoggingConfigurable):
         self.event_log = EventLog(self.store)
         self.accounting = Accounting(self.registry)
         self.lifecycle = Lifecycle(self.registry, self.event_log, self.accounting)
-        self.scheduler = Scheduler(self.max_concurrent)
+        self.slots = Slots(self.max_concurrent)
         self.snapshots = Snapshots(
             self.store,
             self.event_log,
@@ -240,7 +240,7 @@ class Daemon(LoggingConfigurable):
             registry=self.registry,
             store=self.store,
             events=self.event_log,
-            scheduler=self.scheduler,
+            slots=self.slots,
             wake=lambda live: self.runs.wake(live),
             parent=self,
         )
@@ -348,7 +348,7 @@ class Daemon(LoggingConfigurable):
             host=self.host,
             registry=self.registry,
             lifecycle=self.lifecycle,
-            scheduler=self.scheduler,
+            slots=self.slots,
             custody=self.custody,
             snapshots=self.snapshots,
             passivation=self.passivation,
@@ -409,9 +409,9 @@ class Daemon(LoggingConfigurable):
         await self.recovery.reap_kernels(self.launcher)
         # The pool's first kernels (and the kernel template) start while litellm imports.
         pool = self.custody.start(
-            self.launcher, lambda: {"cwd": root}, demand=lambda: self.scheduler.waiting
+            self.launcher, lambda: {"cwd": root}, demand=lambda: self.slots.waiting
         )
-        self.scheduler.on_wait = pool.fill
+        self.slots.on_wait = pool.fill
         await self.router.ready()
         self.recovery.resume()
         self.schedules.start()  # after resume(): ticks go to the sessions it took back
