@@ -15,7 +15,7 @@ from ..daemon.events import SessionEvent
 from ..daemon.sandbox import NONE, Sandbox, activate, root_warning
 from ..models.router import import_litellm
 from ..protocol.errors import PrimeError, Unavailable
-from ..protocol.records import (
+from ..protocol.responses import (
     MODEL_DELTA,
     MODEL_DELTA_SCHEMA_ID,
     NOTIFICATION,
