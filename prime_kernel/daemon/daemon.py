@@ -30,7 +30,7 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import Instance, Int, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
-from ..harness.harness import Harness
+from ..harness import Harness
 from ..models.router import ModelRouter
 from ..protocol.errors import (
     Forbidden,

@@ -21,8 +21,8 @@ from typing import Any
 from traitlets import Float, Instance, Int
 from traitlets.config import LoggingConfigurable
 
+from ..harness import Harness
 from ..harness.examples import Example
-from ..harness.harness import Harness
 from ..models.prompts import PYTHON_TOOL
 from ..models.router import Completion, ModelRouter
 from ..protocol.errors import Forbidden, PrimeError
