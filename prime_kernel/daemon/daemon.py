@@ -58,7 +58,7 @@ from .lifecycle import Lifecycle
 from .listing import Listing
 from .mailbox import Mailbox
 from .moved import HARNESS_MOVED, relocate
-from .passivation import Passivation, Snapshots
+from .passivation import Passivation
 from .records import SessionRecord
 from .recovery import Recovery
 from .refining import Refiner
@@ -68,6 +68,7 @@ from .runs import Runs
 from .schedules import Schedules
 from .session import Conversation, LiveSession
 from .slots import Slots
+from .snapshots import Snapshots
 from .spills import Spills
 from .store import SqliteStore, Store
 

@@ -40,10 +40,11 @@ from .kernels import CellResult
 from .learning import Learner
 from .mailbox import Mailbox
 from .observation import render
-from .passivation import Passivation, Snapshots
+from .passivation import Passivation
 from .prompt_cache import stable_length
 from .replay import Replays
 from .session import LiveSession
+from .snapshots import Snapshots
 from .spills import Spills
 from .streaming import ReplyStream
 

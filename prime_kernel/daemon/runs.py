@@ -30,13 +30,14 @@ from .disk import DiskSpace
 from .lifecycle import Lifecycle
 from .listing import Listing
 from .loop import AgentLoop, LoopHost, TurnLimitReached
-from .passivation import Passivation, Snapshots
+from .passivation import Passivation
 from .records import SessionRecord
 from .recovery import Recovery
 from .registry import SessionRegistry
 from .replay import Replays
 from .session import LiveSession
 from .slots import Slots
+from .snapshots import Snapshots
 
 Spawn = Callable[[Coroutine[Any, Any, Any], str], "asyncio.Task[Any]"]
 RecordAnswer = Callable[[LiveSession, "str | None", str, str], None]
