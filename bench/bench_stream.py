@@ -40,8 +40,8 @@ from prime_kernel.cli.bus import EventBus
 from prime_kernel.cli.headless import serve
 from prime_kernel.cli.remote import Server
 from prime_kernel.models import scripted
-from prime_kernel.protocol.records import MODEL_DELTA_SCHEMA_ID
 from prime_kernel.protocol.requests import SessionRequest
+from prime_kernel.protocol.responses import MODEL_DELTA_SCHEMA_ID
 
 GOALS = {"token -> event bus": 0.1, "token -> CLI": 0.1, "cancel mid-stream -> ended": 1.0}
 

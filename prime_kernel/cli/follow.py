@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..protocol.records import MODEL_DELTA_SCHEMA_ID, SESSION_EVENT_SCHEMA_ID
+from ..protocol.responses import MODEL_DELTA_SCHEMA_ID, SESSION_EVENT_SCHEMA_ID
 from ..protocol.states import TERMINAL, SessionState
 from ..util.format import fmt_cost, fmt_tokens
 from .bus import BusError, EventBus

@@ -22,7 +22,7 @@ from .common import CLIError, dump_json, fmt_time, print_table, resolved_root
 
 if TYPE_CHECKING:  # imported where used: --help needs none of them
     from ..daemon.daemon import Daemon
-    from ..harness.harness import Harness
+    from ..harness import Harness
 
 
 def add_commands(sub: Any) -> None:
@@ -133,7 +133,7 @@ def _kind(name: str) -> str:
 def _harness(args: argparse.Namespace) -> Harness:
     """The root's harness alone: these commands edit files, so they import none of the
     daemon (its model and kernel libraries take seconds)."""
-    from ..harness.harness import Harness
+    from ..harness import Harness
 
     # Where the daemon keeps it (Daemon.store_dir's default, ROOT/.prime).
     return Harness(project_dir=str(resolved_root(args.root) / ".prime" / "harness"))

@@ -127,17 +127,22 @@ _SETTING = re.compile(r"^([A-Za-z_]\w*)\.([A-Za-z_]\w*)=(.*)$", re.DOTALL)
 
 def _moved() -> dict[str, dict[str, str]]:
     """The settings that moved, by the class they moved off: {old class: {name: new class}}."""
-    from ..daemon import daemon, moved, sandbox
+    from ..daemon import daemon, moved, sandbox, spills
 
-    return {"Daemon": daemon.MOVED, "Harness": moved.HARNESS_MOVED, "Sandbox": sandbox.MOVED}
+    return {
+        "Daemon": daemon.MOVED,
+        "Harness": moved.HARNESS_MOVED,
+        "Sandbox": sandbox.MOVED,
+        "Collector": spills.MOVED,
+    }
 
 
 def config_argv(pairs: list[str]) -> list[str]:
     """`--config Class.trait=VALUE` settings as server arguments (each one checked for form).
-    A setting that moved off the Daemon, the Harness or the Sandbox is passed under its new
-    name, so that it still wins over `run`'s own defaults, which use the new names (a note would
-    break the one-line errors a `run` promises; the server warns about old names in config
-    files)."""
+    A setting that moved off the Daemon, the Harness or the Sandbox, or whose class was renamed
+    (`Collector`, now `Spills`), is passed under its new name, so that it still wins over `run`'s
+    own defaults, which use the new names (a note would break the one-line errors a `run`
+    promises; the server warns about old names in config files)."""
     moved = _moved()
     argv = []
     for pair in pairs:
@@ -159,8 +164,9 @@ def check_daemon_settings(pairs: list[str]) -> None:
     is checked where it lives now."""
     from ..daemon.daemon import SERVICES
     from ..daemon.sandbox import KernelLimits, Sandbox, SandboxMounts
+    from ..daemon.spills import Spills
 
-    checked: list[type[Configurable]] = [*SERVICES, Sandbox, SandboxMounts, KernelLimits]
+    checked: list[type[Configurable]] = [*SERVICES, Spills, Sandbox, SandboxMounts, KernelLimits]
     classes = {cls.__name__: cls for cls in checked}
     moved = _moved()
     for pair in pairs:

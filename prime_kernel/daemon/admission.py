@@ -27,7 +27,7 @@ from typing import Any
 from traitlets import Instance, Int, Unicode
 from traitlets.config import LoggingConfigurable
 
-from ..harness.harness import Harness
+from ..harness import Harness
 from ..models import local
 from ..models.router import ModelRouter
 from ..protocol.errors import DepthExceeded, InvalidRequest, LimitExceeded, PrimeError, TooLarge

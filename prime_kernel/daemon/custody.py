@@ -36,10 +36,10 @@ from .kernels import CellResult, KernelPool, KernelRunner
 from .launcher import KernelLauncher
 from .lifecycle import Lifecycle
 from .observation import render
-from .passivation import Snapshots
 from .records import SessionRecord
 from .registry import SessionRegistry
 from .session import LiveSession
+from .snapshots import Snapshots
 from .store import Store
 
 Spawn = Callable[[Coroutine[Any, Any, Any], str], "asyncio.Task[Any]"]

@@ -1,7 +1,8 @@
 """The daemon: the composition root. It builds the services (admission, runs, the loop's host,
-answers, kernel custody, access, listing, mail, schedules, recovery, ...), hands each the narrow
-pieces it needs, wires the effects of state changes, and opens, starts and stops them; the
-server adapter and the CLI call the services themselves. Plain asyncio: it never imports tornado.
+answers, kernel custody, concurrency slots, access, listing, mail, schedules, recovery, ...),
+hands each the narrow pieces it needs, wires the effects of state changes, and opens, starts and
+stops them; the server adapter and the CLI call the services themselves. Plain asyncio: it never
+imports tornado.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import Instance, Int, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
-from ..harness.harness import Harness
+from ..harness import Harness
 from ..models.router import ModelRouter
 from ..protocol.states import TERMINAL, SessionState
 from ..util.files import new_id
@@ -24,7 +25,6 @@ from .accounting import Accounting
 from .admission import Admission
 from .answers import Answers
 from .autonomy import Autonomy
-from .collector import Collector
 from .custody import KernelCustody
 from .disk import DiskSpace
 from .events import EventLog
@@ -37,15 +37,17 @@ from .lifecycle import Lifecycle
 from .listing import Listing
 from .mailbox import Mailbox
 from .moved import HARNESS_MOVED, MOVED, relocate
-from .passivation import Passivation, Snapshots
+from .passivation import Passivation
 from .recovery import Recovery
 from .refining import Refiner
 from .registry import SessionRegistry
 from .replay import Replays
 from .runs import Runs
-from .scheduler import Scheduler
 from .schedules import Schedules
 from .secrets import Secrets
+from .slots import Slots
+from .snapshots import Snapshots
+from .spills import Spills
 from .store import SqliteStore, Store
 from .tasks import Background
 
@@ -114,7 +116,7 @@ class Daemon(LoggingConfigurable):
         self.event_log = events = EventLog(store)
         self.accounting = accounting = Accounting(registry)
         self.lifecycle = lifecycle = Lifecycle(registry, events, accounting)
-        self.scheduler = Scheduler(self.max_concurrent)
+        self.slots = Slots(self.max_concurrent)
         self.harness: Harness = self.harness_class(
             parent=self, project_dir=str(Path(self.store_dir) / "harness")
         )
@@ -129,7 +131,7 @@ class Daemon(LoggingConfigurable):
             store,
             events,
             lambda: self.custody.cell_timeout,
-            cap=lambda: self.collector.snapshot_cap,
+            cap=lambda: self.spills.snapshot_cap,
         )
         self.custody = custody = KernelCustody(
             registry=registry,
@@ -142,7 +144,7 @@ class Daemon(LoggingConfigurable):
             parent=self,
             on_user_cell=lambda live, cell: self.host.on_user_cell(live, cell),
         )
-        self.collector = Collector(
+        self.spills = Spills(
             store=store,
             events=events,
             run_silent=custody.run_silent,
@@ -155,7 +157,7 @@ class Daemon(LoggingConfigurable):
             custody.release,
             self.spawn,
             parent=self,
-            before_save=lambda live: self.collector.auto_spill(live, "passivation"),
+            before_save=lambda live: self.spills.auto_spill(live, "passivation"),
         )
         self.recovery = Recovery(
             registry=registry,
@@ -210,7 +212,7 @@ class Daemon(LoggingConfigurable):
             registry=registry,
             store=store,
             events=events,
-            scheduler=self.scheduler,
+            slots=self.slots,
             wake=lambda live: self.runs.wake(live),
             parent=self,
         )
@@ -258,7 +260,7 @@ class Daemon(LoggingConfigurable):
             mailbox=self.mailbox,
             goals=self.goals,
             autonomy=self.autonomy,
-            collector=self.collector,
+            spills=self.spills,
             admission=self.admission,
             harness=self.harness,
             learner=self.learner,
@@ -278,7 +280,7 @@ class Daemon(LoggingConfigurable):
             host=self.host,
             registry=registry,
             lifecycle=lifecycle,
-            scheduler=self.scheduler,
+            slots=self.slots,
             custody=custody,
             snapshots=self.snapshots,
             passivation=self.passivation,
@@ -338,9 +340,9 @@ class Daemon(LoggingConfigurable):
         await self.recovery.reap_kernels(self.launcher)
         # The pool's first kernels (and the kernel template) start while litellm imports.
         pool = self.custody.start(
-            self.launcher, lambda: {"cwd": root}, demand=lambda: self.scheduler.waiting
+            self.launcher, lambda: {"cwd": root}, demand=lambda: self.slots.waiting
         )
-        self.scheduler.on_wait = pool.fill
+        self.slots.on_wait = pool.fill
         await self.router.ready()
         self.runs.take_back(self.recovery.resume())
         self.schedules.start()  # after resume(): ticks go to the sessions it took back

@@ -48,7 +48,7 @@ class SessionEvent:
 
 
 Listener = Callable[[SessionEvent], None]
-# Told of each ModelDelta (protocol/records.py MODEL_DELTA), a dict ready for the event bus.
+# Told of each ModelDelta (protocol/responses.py MODEL_DELTA), a dict ready for the event bus.
 DeltaListener = Callable[[dict[str, Any]], None]
 
 

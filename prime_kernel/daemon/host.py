@@ -21,8 +21,8 @@ from typing import Any
 from traitlets import Float, Instance, Int
 from traitlets.config import LoggingConfigurable
 
+from ..harness import Harness
 from ..harness.examples import Example
-from ..harness.harness import Harness
 from ..models.prompts import PYTHON_TOOL
 from ..models.router import Completion, ModelRouter
 from ..protocol.errors import Forbidden, PrimeError
@@ -32,7 +32,6 @@ from .accounting import Accounting
 from .admission import Admission
 from .answers import Answers
 from .autonomy import Autonomy
-from .collector import Collector
 from .compaction import compact_if_needed
 from .custody import KernelCustody
 from .disk import DiskSpace
@@ -42,10 +41,12 @@ from .kernels import CellResult
 from .learning import Learner
 from .mailbox import Mailbox
 from .observation import render
-from .passivation import Passivation, Snapshots
+from .passivation import Passivation
 from .prompt_cache import stable_length
 from .replay import Replays
 from .session import LiveSession
+from .snapshots import Snapshots
+from .spills import Spills
 from .streaming import ReplyStream
 
 
@@ -96,7 +97,7 @@ class Host(LoggingConfigurable):
         mailbox: Mailbox,
         goals: Goals,
         autonomy: Autonomy,
-        collector: Collector,
+        spills: Spills,
         admission: Admission,
         harness: Harness,
         learner: Learner,
@@ -119,7 +120,7 @@ class Host(LoggingConfigurable):
         self.mailbox = mailbox
         self.goals = goals
         self.autonomy = autonomy
-        self.collector = collector
+        self.spills = spills
         self.admission = admission
         self.harness = harness
         self.learner = learner
@@ -169,7 +170,7 @@ class Host(LoggingConfigurable):
             live.conversation.append({"role": "user", "content": note})
         self.check_limits(live)
         self.autonomy.before_turn(live)
-        if await self._compact(live) and await self.collector.auto_spill(live, "compaction"):
+        if await self._compact(live) and await self.spills.auto_spill(live, "compaction"):
             notes, live.notes = live.notes, []  # the model is told at once
             for note in notes:
                 live.conversation.append({"role": "user", "content": note})

@@ -70,7 +70,7 @@ class CellResult:
         return data
 
 
-class _Collector:
+class _OutputCapture:
     """Accumulates IOPub output for one execution, within a byte cap."""
 
     def __init__(self, result: CellResult, max_bytes: int) -> None:
@@ -171,8 +171,8 @@ class KernelRunner:
         self.on_foreign_cell = on_foreign_cell
         self.poll_interval = poll_interval
         self.client = kernels.client(kernel_id)
-        self._pending: dict[str, _Collector] = {}
-        self._foreign: dict[str, _Collector] = {}
+        self._pending: dict[str, _OutputCapture] = {}
+        self._foreign: dict[str, _OutputCapture] = {}
         self._pump: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self.wedged = False
@@ -242,9 +242,9 @@ class KernelRunner:
                 continue
             parent = msg.get("parent_header") or {}
             parent_id: str = parent.get("msg_id") or ""
-            collector = self._pending.get(parent_id)
-            if collector is not None:
-                collector.add(msg)
+            capture = self._pending.get(parent_id)
+            if capture is not None:
+                capture.add(msg)
                 continue
             if not parent_id or parent.get("session") == session_id:
                 continue
@@ -252,17 +252,17 @@ class KernelRunner:
 
     def _foreign_message(self, parent_id: str, msg: dict[str, Any]) -> None:
         kind = msg["header"]["msg_type"]
-        collector = self._foreign.get(parent_id)
-        if collector is None:
+        capture = self._foreign.get(parent_id)
+        if capture is None:
             if kind != "execute_input":
                 return
             result = CellResult(code=msg["content"].get("code", ""))
-            collector = self._foreign[parent_id] = _Collector(result, self.max_output_bytes)
-            collector.result.duration = time.monotonic()
-        collector.add(msg)
-        if collector.idle.is_set():
+            capture = self._foreign[parent_id] = _OutputCapture(result, self.max_output_bytes)
+            capture.result.duration = time.monotonic()
+        capture.add(msg)
+        if capture.idle.is_set():
             del self._foreign[parent_id]
-            result = collector.result
+            result = capture.result
             result.duration = time.monotonic() - result.duration
             if self.on_foreign_cell and result.code.strip():
                 self.on_foreign_cell(result)
@@ -284,7 +284,7 @@ class KernelRunner:
         """
         async with self._lock:
             result = CellResult(code=code)
-            collector = _Collector(result, self.max_output_bytes)
+            capture = _OutputCapture(result, self.max_output_bytes)
             start = time.monotonic()
             expressions = {"names": NAMES_EXPRESSION} if names else {}
             msg_id = self.client.execute(
@@ -294,7 +294,7 @@ class KernelRunner:
                 allow_stdin=False,
                 user_expressions=expressions,
             )
-            self._pending[msg_id] = collector
+            self._pending[msg_id] = capture
             self._inflight = msg_id
             # Until its reply comes, the kernel may still be running this cell (a cancelled
             # wait, an interrupt it ignored): it is not free for co-working or the pool.
@@ -309,7 +309,7 @@ class KernelRunner:
                         result.status = "killed"
                 if reply is not None:
                     with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(collector.idle.wait(), 5)
+                        await asyncio.wait_for(capture.idle.wait(), 5)
             finally:
                 self._pending.pop(msg_id, None)
             if reply is not None:

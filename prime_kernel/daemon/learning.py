@@ -20,9 +20,8 @@ from typing import Any
 from traitlets import Bool, Float, Int
 from traitlets.config import LoggingConfigurable
 
-from ..harness import proposals
+from ..harness import Harness, proposals
 from ..harness.examples import Example
-from ..harness.harness import Harness
 from ..harness.learning import Cell, NotLearned, distill
 from ..protocol.errors import Conflict, InvalidRequest, NotFound, PrimeError
 from ..protocol.events import EventKind

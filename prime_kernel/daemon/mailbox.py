@@ -37,8 +37,8 @@ from ..util.files import new_id
 from .events import EventLog
 from .records import SessionRecord
 from .registry import SessionRegistry
-from .scheduler import Scheduler
 from .session import LiveSession
+from .slots import Slots
 from .store import Store
 
 USER = "user"
@@ -69,7 +69,7 @@ class Mailbox(LoggingConfigurable):
         registry: SessionRegistry,
         store: Store,
         events: EventLog,
-        scheduler: Scheduler,
+        slots: Slots,
         wake: Callable[[LiveSession], None],
         **kwargs: Any,
     ) -> None:
@@ -77,7 +77,7 @@ class Mailbox(LoggingConfigurable):
         self.registry = registry
         self.store = store
         self.events = events
-        self.scheduler = scheduler
+        self.slots = slots
         self.wake = wake
         self._sent: dict[str, deque[float]] = {}  # sender -> times of its recent messages
         self._arrived: dict[str, asyncio.Event] = {}  # recipient -> set when mail arrives
@@ -330,7 +330,7 @@ class Mailbox(LoggingConfigurable):
                     return None
                 if not suspended:
                     # Waiting for mail is like waiting for a child: give the slot to others.
-                    self.scheduler.suspend(caller.id)
+                    self.slots.suspend(caller.id)
                     suspended = True
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(event.wait(), remaining)
@@ -340,7 +340,7 @@ class Mailbox(LoggingConfigurable):
                 del self._waiting[caller.id]
                 self._arrived.pop(caller.id, None)
             if suspended:
-                self.scheduler.resume(caller.id)
+                self.slots.resume(caller.id)
 
 
 def _reader(live: LiveSession) -> Any:

@@ -9,7 +9,8 @@ one unless the new one is given too, and then the new one wins.
 `relocate` is the one mechanism: the class that lost the settings calls it on its constructor's
 keyword arguments, before traitlets reads its config, with a table of `{name: new class}`. The
 settings that moved off the Harness went to siblings of it, not to classes it builds, so the
-daemon that builds them all relocates those, from its config (`HARNESS_MOVED`).
+daemon that builds them all relocates those, from its config (`HARNESS_MOVED`). A class that
+was renamed relocates its old name's settings itself (`Spills`, once `Collector`).
 """
 
 from __future__ import annotations

@@ -50,8 +50,8 @@ if TYPE_CHECKING:  # (`prime-agent sessions` reads `unattended` and imports noth
     from .events import EventLog
     from .launcher import KernelLauncher
     from .lifecycle import Lifecycle
-    from .passivation import Snapshots
     from .registry import SessionRegistry
+    from .snapshots import Snapshots
     from .store import Store
 
 RESTARTED = (

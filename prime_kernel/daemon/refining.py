@@ -16,8 +16,8 @@ from typing import Any
 from traitlets import Bool, Float, Int, Unicode
 from traitlets.config import LoggingConfigurable
 
+from ..harness import Harness
 from ..harness import refine as rules
-from ..harness.harness import Harness
 from ..models.router import ModelRouter
 from ..protocol.errors import PrimeError
 from ..protocol.events import EventKind

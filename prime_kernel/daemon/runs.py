@@ -1,7 +1,7 @@
 """Runs: a session's loop started, woken, waited for, cancelled, resumed, interrupted.
 
 `Runs` owns the run of every agent session: `start` makes its task; the task waits for the
-daemon to have started, for a concurrency slot (scheduler.py) and for a kernel (custody.py),
+daemon to have started, for a concurrency slot (slots.py) and for a kernel (custody.py),
 restores its REPL when it was passivated or taken over, runs the agent loop (loop.py, against
 the `LoopHost`) and settles the session: DONE with an answer, IDLE when it waits for more (a
 persistent session, or one a schedule ticks to), FAILED saying why, CANCELLED, or INACTIVE
@@ -31,13 +31,14 @@ from .disk import DiskSpace
 from .lifecycle import Lifecycle
 from .listing import Listing
 from .loop import AgentLoop, LoopHost, TurnLimitReached
-from .passivation import Passivation, Snapshots
+from .passivation import Passivation
 from .records import SessionRecord
 from .recovery import Recovery, Resumption
 from .registry import SessionRegistry
 from .replay import Replays
-from .scheduler import Scheduler
 from .session import LiveSession
+from .slots import Slots
+from .snapshots import Snapshots
 
 Spawn = Callable[[Coroutine[Any, Any, Any], str], "asyncio.Task[Any]"]
 
@@ -53,7 +54,7 @@ class Runs(LoggingConfigurable):
         host: LoopHost,
         registry: SessionRegistry,
         lifecycle: Lifecycle,
-        scheduler: Scheduler,
+        slots: Slots,
         custody: KernelCustody,
         snapshots: Snapshots,
         passivation: Passivation,
@@ -73,7 +74,7 @@ class Runs(LoggingConfigurable):
         self.host = host
         self.registry = registry
         self.lifecycle = lifecycle
-        self.scheduler = scheduler
+        self.slots = slots
         self.custody = custody
         self.snapshots = snapshots
         self.passivation = passivation
@@ -106,7 +107,7 @@ class Runs(LoggingConfigurable):
                 return
             async with self.passivation.lock(live.id):
                 pass  # a passivation in progress finishes first
-            await self.scheduler.acquire(live.id)
+            await self.slots.acquire(live.id)
             acquired = True
             self.disk.check("running a session")
             await self.recovery.prepare(live)
@@ -147,7 +148,7 @@ class Runs(LoggingConfigurable):
             self.fail(live, f"{type(e).__name__}: {e}")
         finally:
             if acquired:
-                self.scheduler.release(live.id)
+                self.slots.release(live.id)
 
     def _end_as(self, live: LiveSession, recorded: SessionRecord) -> None:
         if recorded.state != SessionState.DONE:
@@ -254,13 +255,13 @@ class Runs(LoggingConfigurable):
         live = self.registry.live.get(session_id)
         if live is not None and not live.settled.is_set():
             if caller is not None:
-                self.scheduler.suspend(caller.id)
+                self.slots.suspend(caller.id)
             try:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(live.settled.wait(), timeout)
             finally:
                 if caller is not None:
-                    self.scheduler.resume(caller.id)
+                    self.slots.resume(caller.id)
         return self.listing.session_json(session_id)
 
     async def cancel(self, session_id: str) -> dict[str, Any]:

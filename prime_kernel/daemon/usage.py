@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..protocol.records import USAGE_FIELDS
+from ..protocol.responses import USAGE_FIELDS
 
 FIELDS = USAGE_FIELDS
 

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .harness import Harness
+from .manager import Harness
 
 __all__ = ["Harness"]

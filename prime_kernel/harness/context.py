@@ -16,7 +16,7 @@ from .entries import KINDS
 
 if TYPE_CHECKING:
     from .entries import Entry
-    from .harness import Harness
+    from .manager import Harness
 
 _WORD = re.compile(r"[a-z0-9]{3,}")
 _OVERFLOW_ROOM = 40

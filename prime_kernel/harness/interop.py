@@ -20,7 +20,7 @@ from typing import Any
 from ..protocol.errors import Conflict, PrimeError
 from ..util.files import atomic_write
 from . import entries as E
-from .harness import Harness
+from .manager import Harness
 
 PRIME_KINDS = {"prompt": "note", "memory": "memory", "skill": "skill", "subagent": "subagent"}
 _TO_PRIME = {v: k for k, v in PRIME_KINDS.items()}

@@ -36,7 +36,7 @@ from . import entries as E
 from .files import SCOPES
 
 if TYPE_CHECKING:
-    from .harness import Harness
+    from .manager import Harness
 
 _POLICY_CLAIM = re.compile(
     r"\b(ignore|override|overrides|bypass|disable|change|raise|increase|lift|remove|skip|"

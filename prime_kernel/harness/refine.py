@@ -21,7 +21,7 @@ from .proposals import new_record, submit
 from .reply import REPLY_SCHEMA, parse_reply, response_format
 
 if TYPE_CHECKING:
-    from .harness import Harness
+    from .manager import Harness
 
 # Asks the model: (model, messages, response_format or None) -> (reply text, usage with cost).
 # Given by the caller, which validates the model, streams the reply (progress) and accounts

@@ -25,7 +25,7 @@ object keep it alive (`gc(spill=...)` says so). IPython's output cache (`_`, `Ou
 of it, as `%xdel` does.
 
 The daemon also spills automatically, at a compaction and before passivation, every variable
-over `c.Collector.spill_threshold` (16 MiB), and tells the model. Stdlib only.
+over `c.Spills.spill_threshold` (16 MiB), and tells the model. Stdlib only.
 """
 
 from __future__ import annotations

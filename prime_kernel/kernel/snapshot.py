@@ -7,7 +7,7 @@ name; what cannot be pickled (or would not unpickle in a fresh kernel, like func
 classes defined in the REPL) is named, not lost silently. A variable spilled to disk
 (`gc(spill=...)`, see memory.py) is kept as its reference, so a restored REPL gets its
 stand-in back without the value passing through the snapshot; values that would take a
-snapshot over its cap (`c.Collector.snapshot_cap`) are named as skipped.
+snapshot over its cap (`c.Spills.snapshot_cap`) are named as skipped.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def save(cap: int = 0) -> None:
                 if cap and total + len(data) > cap:
                     reason = (
                         f"{len(data)} bytes would take the snapshot over its cap of {cap} bytes "
-                        "(c.Collector.snapshot_cap): spill it with gc(spill=[...])"
+                        "(c.Spills.snapshot_cap): spill it with gc(spill=[...])"
                     )
                 else:
                     values[name] = data

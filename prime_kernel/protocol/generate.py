@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from . import records, rest
+from . import responses, rest
 from .errors import ERRORS
 from .events import EVENTS
 from .harness import ALIASES, DEPRECATED, KINDS
@@ -37,19 +37,19 @@ def _pascal(name: str) -> str:
 
 # Schemas emitted as named types: where one is nested in another, it is referred to by name.
 NAMED = (
-    records.USAGE,
-    records.SESSION,
-    records.EVENT,
-    records.NOTIFICATION,
-    records.MODEL_DELTA,
-    records.LIST,
-    records.MODELS,
-    records.CANCELLED,
-    records.EXPORTED,
-    records.GOAL,
-    records.VERIFICATION,
-    records.SCHEDULE,
-    records.SCHEDULE_LIST,
+    responses.USAGE,
+    responses.SESSION,
+    responses.EVENT,
+    responses.NOTIFICATION,
+    responses.MODEL_DELTA,
+    responses.LIST,
+    responses.MODELS,
+    responses.CANCELLED,
+    responses.EXPORTED,
+    responses.GOAL,
+    responses.VERIFICATION,
+    responses.SCHEDULE,
+    responses.SCHEDULE_LIST,
 )
 
 
@@ -102,7 +102,7 @@ def _interface(name: str, schema: dict[str, Any]) -> str:
 
 def _event_type() -> str:
     """`TrajectoryEvent<K>`: an event whose `data` is typed by its `kind` (a union over kinds)."""
-    schema = records.EVENT
+    schema = responses.EVENT
     required = set(schema["required"])
     fields = [
         f"    {name}{'' if name in required else '?'}: {_ts(prop, '    ')};"
@@ -197,10 +197,10 @@ def typescript() -> str:
             "description: string }>>",
         )
     )
-    out.append(_const("SESSION_EVENT_SCHEMA", records.SESSION_EVENT_SCHEMA_ID, "string"))
-    out.append(_const("MODEL_DELTA_SCHEMA", records.MODEL_DELTA_SCHEMA_ID, "string"))
+    out.append(_const("SESSION_EVENT_SCHEMA", responses.SESSION_EVENT_SCHEMA_ID, "string"))
+    out.append(_const("MODEL_DELTA_SCHEMA", responses.MODEL_DELTA_SCHEMA_ID, "string"))
     for schema in NAMED:
-        if schema is records.EVENT:
+        if schema is responses.EVENT:
             out.append(_event_type())
         else:
             out.append(_interface(_pascal(schema["title"]), schema))

@@ -15,7 +15,7 @@ from ..daemon.events import SessionEvent
 from ..daemon.sandbox import NONE, Sandbox, activate, root_warning
 from ..models.router import import_litellm
 from ..protocol.errors import PrimeError, Unavailable
-from ..protocol.records import (
+from ..protocol.responses import (
     MODEL_DELTA,
     MODEL_DELTA_SCHEMA_ID,
     NOTIFICATION,
@@ -24,7 +24,6 @@ from ..protocol.records import (
 from ..protocol.wire import API
 from ..util.redact import config_secrets
 from . import (
-    collector,
     exports,
     goals,
     harness,
@@ -33,6 +32,7 @@ from . import (
     messages,
     schedules,
     sessions,
+    spills,
     status,
 )
 from .base import SERVICES, NoRouteHandler
@@ -157,7 +157,7 @@ class PrimeApp(ExtensionApp):
             status,
             goals,
             schedules,
-            collector,
+            spills,
         ):
             self.handlers.extend(module.HANDLERS)
         self.handlers.append((rf"{API}/.*", NoRouteHandler))

@@ -23,7 +23,6 @@ from tornado import web
 from ..daemon.access import Access, TokenRegistry
 from ..daemon.admission import Admission
 from ..daemon.answers import Answers
-from ..daemon.collector import Collector
 from ..daemon.daemon import Daemon
 from ..daemon.disk import DiskSpace, is_full
 from ..daemon.goals import Goals
@@ -31,7 +30,6 @@ from ..daemon.host import Host
 from ..daemon.learning import Learner
 from ..daemon.listing import Listing
 from ..daemon.mailbox import Mailbox
-from ..daemon.passivation import Snapshots
 from ..daemon.refining import Refiner
 from ..daemon.registry import SessionRegistry
 from ..daemon.replay import Replays
@@ -39,8 +37,10 @@ from ..daemon.runs import Runs
 from ..daemon.schedules import Schedules
 from ..daemon.secrets import Secrets
 from ..daemon.session import LiveSession
+from ..daemon.snapshots import Snapshots
+from ..daemon.spills import Spills
 from ..daemon.store import Store
-from ..harness.harness import Harness
+from ..harness import Harness
 from ..protocol import rest
 from ..protocol.errors import InsufficientStorage, InvalidRequest, NotFound, PrimeError, Unavailable
 from ..protocol.wire import TOKEN_HEADER
@@ -59,7 +59,6 @@ SERVICES = (
     "access",
     "admission",
     "answers",
-    "collector",
     "disk",
     "goals",
     "harness",
@@ -74,6 +73,7 @@ SERVICES = (
     "schedules",
     "secrets",
     "snapshots",
+    "spills",
     "store",
     "tokens",
 )
@@ -93,7 +93,6 @@ class PrimeHandler(ExtensionHandlerMixin, APIHandler):
     access: Access = service("access")
     admission: Admission = service("admission")
     answers: Answers = service("answers")
-    collector: Collector = service("collector")
     disk: DiskSpace = service("disk")
     goals: Goals = service("goals")
     harness: Harness = service("harness")
@@ -108,6 +107,7 @@ class PrimeHandler(ExtensionHandlerMixin, APIHandler):
     schedules: Schedules = service("schedules")
     secrets: Secrets = service("secrets")
     snapshots: Snapshots = service("snapshots")
+    spills: Spills = service("spills")
     store: Store = service("store")
     tokens: TokenRegistry = service("tokens")
 

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..export import target_parts, under_root
+from ..harness import Harness, interop, proposals
 from ..harness import entries as E
-from ..harness import interop, proposals
-from ..harness.harness import Harness
 from ..protocol.errors import PrimeError
 from ..protocol.harness import ALIASES
 from ..protocol.states import SessionKind

@@ -68,3 +68,11 @@ def test_the_sandboxs_settings_are_checked_and_passed_where_they_live() -> None:
         check_daemon_settings(["Sandbox.mode=docker"])
     with pytest.raises(CLIError, match="the KernelLimits has no setting 'tmp_size'"):
         check_daemon_settings(["KernelLimits.tmp_size=1"])
+
+
+def test_the_collectors_settings_are_the_spills_now() -> None:
+    argv = config_argv(["Collector.spill_threshold=5", "Spills.snapshot_cap=9"])
+    assert argv == ["--Spills.spill_threshold=5", "--Spills.snapshot_cap=9"]
+    check_daemon_settings(["Collector.spill_at_compaction=False", "Spills.spill_threshold=0"])
+    with pytest.raises(CLIError, match=r"--config Collector\.spill_threshold wants an int"):
+        check_daemon_settings(["Collector.spill_threshold=big"])

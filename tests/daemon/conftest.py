@@ -3,6 +3,7 @@ or server."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -10,8 +11,10 @@ import pytest
 
 from prime_kernel.daemon import usage as usage_mod
 from prime_kernel.daemon.accounting import Accounting
+from prime_kernel.daemon.kernels import CellResult
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.registry import SessionRegistry
+from prime_kernel.daemon.snapshots import MARKER
 from prime_kernel.protocol.events import EventKind
 from prime_kernel.protocol.states import SessionKind, SessionState
 
@@ -71,3 +74,39 @@ def spend(record: SessionRecord, tokens: int, cost: float = 0.0, calls: int = 1)
 def accounts() -> Accounting:
     """Budgets over an in-memory registry: the rules need no store, kernels or server."""
     return Accounting(SessionRegistry())
+
+
+class SnapshotKernel:
+    """A kernel runner that prints what kernel/snapshot.py would report, one report per cell
+    (None: the cell fails)."""
+
+    kernel_id = "k1"
+
+    def __init__(self, *reports: dict[str, Any] | None) -> None:
+        self.reports = list(reports)
+        self.ran: list[str] = []
+
+    async def execute(self, code: str, **kwargs: Any) -> CellResult:
+        self.ran.append(code)
+        report = self.reports.pop(0)
+        if report is None:
+            error = {"output_type": "error", "ename": "OSError", "evalue": "disk full"}
+            return CellResult(code, [error], "error")
+        text = MARKER + json.dumps(report) + "\n"
+        return CellResult(code, [{"output_type": "stream", "name": "stdout", "text": text}])
+
+
+class SnapshotStore:
+    """A store whose events are the `FakeEvents` emitted: the latest snapshot event is the last
+    one emitted."""
+
+    def __init__(self, events: FakeEvents) -> None:
+        self.events = events
+
+    async def last_event(self, session_id: str, kind: str) -> dict[str, Any] | None:
+        found = [
+            {"data": data}
+            for sid, k, data in self.events.emitted
+            if sid == session_id and k == kind
+        ]
+        return found[-1] if found else None

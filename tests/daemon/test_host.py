@@ -74,7 +74,7 @@ class FakeDisk:
 
 
 class Fake:
-    """Whatever is called on it does nothing and returns None (autonomy, collector, …)."""
+    """Whatever is called on it does nothing and returns None (autonomy, spills, …)."""
 
     def __init__(self, **returns: Any) -> None:
         self.returns = returns
@@ -128,7 +128,7 @@ def make(
         mailbox=FakeMailbox(mail or []),
         goals=Fake(),
         autonomy=Fake(),
-        collector=AsyncFalse(),
+        spills=AsyncFalse(),
         admission=Fake(resolve_model="fake/model"),
         harness=Fake(),
         learner=Fake(),

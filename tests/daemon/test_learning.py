@@ -13,7 +13,7 @@ from traitlets.config import Config
 
 from prime_kernel.daemon.learning import Learner
 from prime_kernel.daemon.registry import SessionRegistry
-from prime_kernel.harness.harness import Harness
+from prime_kernel.harness import Harness
 from prime_kernel.protocol.events import EventKind
 from prime_kernel.protocol.states import SessionState
 from tests.daemon.conftest import FakeEvents, agent_record

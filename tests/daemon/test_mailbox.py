@@ -14,8 +14,8 @@ from prime_kernel.daemon import usage as usage_mod
 from prime_kernel.daemon.mailbox import Mailbox
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.registry import SessionRegistry
-from prime_kernel.daemon.scheduler import Scheduler
 from prime_kernel.daemon.session import LiveSession
+from prime_kernel.daemon.slots import Slots
 from prime_kernel.protocol.errors import MailboxFull, RateLimited, TooLarge
 from prime_kernel.protocol.states import SessionKind, SessionState
 from tests.daemon.conftest import FakeEvents
@@ -51,7 +51,7 @@ def world(**limits: Any) -> tuple[Mailbox, FakeStore, LiveSession, list[str]]:
         registry=registry,
         store=store,  # type: ignore[arg-type]
         events=FakeEvents(),  # type: ignore[arg-type]
-        scheduler=Scheduler(1),
+        slots=Slots(1),
         wake=lambda live: woken.append(live.id),
         **limits,
     )

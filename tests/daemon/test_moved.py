@@ -124,6 +124,17 @@ def test_the_harness_moved_settings_reach_the_refiner_and_the_learner(
     assert old["Harness"]["learn"] is False  # the given config is read, not changed
 
 
+def test_the_collectors_settings_reach_the_spills_its_new_name(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = Config({"Collector": {"spill_threshold": 5, "snapshot_cap": 7}})
+    with caplog.at_level(logging.WARNING):
+        daemon = Daemon(root_dir=str(tmp_path), config=old)
+    assert daemon.spills.spill_threshold == 5 and daemon.spills.snapshot_cap == 7
+    assert daemon.snapshots.cap() == 7  # read through the spills
+    assert "c.Collector.spill_threshold is deprecated: use c.Spills.spill_threshold" in caplog.text
+
+
 def test_a_parent_relocates_from_the_config_only() -> None:
     kwargs: dict[str, object] = {"config": Config({"Old": {"size": 5}}), "size": 3}
     notes = relocate("Old", {"size": "New"}, kwargs, arguments=False)

@@ -1,60 +1,25 @@
-"""Snapshots and passivation (daemon/passivation.py) over fakes: a kernel runner that answers
-the snapshot cells as the kernel's snapshot module would, a store of events and blobs. What a
+"""Passivation (daemon/passivation.py) over fakes: a kernel runner that answers the snapshot
+cells as the kernel's snapshot module would, a store of events (tests/daemon/conftest.py). What a
 snapshot holds, and a real kernel's REPL coming back, is tested end to end
 (tests/server/test_passivation.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Coroutine
 from typing import Any
 
 from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.kernels import CellResult
 from prime_kernel.daemon.lifecycle import Lifecycle
-from prime_kernel.daemon.passivation import MARKER, Passivation, Snapshots
+from prime_kernel.daemon.passivation import Passivation
 from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import LiveSession
-from prime_kernel.protocol.events import EventKind
+from prime_kernel.daemon.snapshots import Snapshots
 from prime_kernel.protocol.states import SessionState
-from tests.daemon.conftest import FakeEvents, agent_record
+from tests.daemon.conftest import FakeEvents, SnapshotKernel, SnapshotStore, agent_record
 
 SAVED = {"blob_id": "b1", "saved": ["x", "df"], "skipped": {"sock": "a socket"}}
-
-
-class FakeRunner:
-    """A kernel that prints what the snapshot module reports (or fails, if told to)."""
-
-    kernel_id = "k1"
-
-    def __init__(self, *reports: dict[str, Any] | None) -> None:
-        self.reports = list(reports)
-        self.ran: list[str] = []
-
-    async def execute(self, code: str, **kwargs: Any) -> CellResult:
-        self.ran.append(code)
-        report = self.reports.pop(0)
-        if report is None:
-            error = {"output_type": "error", "ename": "OSError", "evalue": "disk full"}
-            return CellResult(code, [error], "error")
-        text = MARKER + json.dumps(report) + "\n"
-        return CellResult(code, [{"output_type": "stream", "name": "stdout", "text": text}])
-
-
-class FakeStore:
-    """The latest snapshot event is the last one emitted (the events' log is the store's)."""
-
-    def __init__(self, events: FakeEvents) -> None:
-        self.events = events
-
-    async def last_event(self, session_id: str, kind: str) -> dict[str, Any] | None:
-        found = [
-            {"data": data}
-            for sid, k, data in self.events.emitted
-            if sid == session_id and k == kind
-        ]
-        return found[-1] if found else None
 
 
 class World:
@@ -62,7 +27,7 @@ class World:
         self.registry = SessionRegistry()
         self.events = FakeEvents()
         self.lifecycle = Lifecycle(self.registry, self.events, Accounting(self.registry))  # type: ignore[arg-type]
-        self.snapshots = Snapshots(FakeStore(self.events), self.events, lambda: 30.0)  # type: ignore[arg-type]
+        self.snapshots = Snapshots(SnapshotStore(self.events), self.events, lambda: 30.0)  # type: ignore[arg-type]
         self.released: list[str] = []
         self.gone = asyncio.Event()
         self.tasks: list[asyncio.Task[Any]] = []
@@ -84,7 +49,7 @@ class World:
         self.tasks.append(asyncio.ensure_future(work))
         return self.tasks[-1]
 
-    def live(self, runner: FakeRunner) -> LiveSession:
+    def live(self, runner: SnapshotKernel) -> LiveSession:
         record = self.registry.add(
             agent_record("s1", state=SessionState.IDLE, kernel_id="k1"), lambda s, f: None
         )
@@ -96,7 +61,7 @@ class World:
 def test_an_idle_session_is_saved_then_its_kernel_goes() -> None:
     async def main() -> None:
         w = World()
-        live = w.live(FakeRunner(SAVED))
+        live = w.live(SnapshotKernel(SAVED))
         assert await w.passivation.passivate(live, "idle for 5 s")
         assert w.released == ["s1"] and live.record.kernel_id is None
         assert live.state == SessionState.INACTIVE
@@ -110,13 +75,13 @@ def test_an_idle_session_is_saved_then_its_kernel_goes() -> None:
 def test_the_kernel_stays_when_no_snapshot_was_taken_or_the_session_woke() -> None:
     async def main() -> None:
         w = World()
-        live = w.live(FakeRunner(None))
+        live = w.live(SnapshotKernel(None))
         assert not await w.passivation.passivate(live, "idle")
         assert w.released == [] and live.state == SessionState.IDLE
         (error,) = w.events.of("error")
         assert error["message"].startswith("could not snapshot the REPL: OSError: disk full")
         # A message woke it while the snapshot was taken: the kernel it runs on stays.
-        runner = FakeRunner(SAVED)
+        runner = SnapshotKernel(SAVED)
         live.runner = runner  # type: ignore[assignment]
         woke = runner.execute
 
@@ -134,7 +99,7 @@ def test_the_kernel_stays_when_no_snapshot_was_taken_or_the_session_woke() -> No
 def test_the_idle_timer_passivates_and_a_use_starts_it_again() -> None:
     async def main() -> None:
         w = World(idle_timeout=0.05)
-        live = w.live(FakeRunner(SAVED))
+        live = w.live(SnapshotKernel(SAVED))
         w.passivation.entered_idle(live.record, live, None)
         first = w.tasks[-1]
         w.passivation.touch(live.record, live)  # a person's cell: the idle time starts again
@@ -143,30 +108,5 @@ def test_the_idle_timer_passivates_and_a_use_starts_it_again() -> None:
         assert first.cancelled() and live.state == SessionState.INACTIVE
         (change,) = [e for e in w.events.of("state") if e["state"] == "INACTIVE"]
         assert change["reason"].startswith("idle for 0.05 s; REPL saved")
-
-    asyncio.run(main())
-
-
-def test_a_restore_says_what_came_back_and_what_was_lost() -> None:
-    async def main() -> None:
-        w = World()
-        live = w.live(FakeRunner())
-        live.repl_names = ["x", "df", "late", "_hidden"]
-        # No snapshot yet: the REPL starts empty, and the model is told what it lost.
-        assert await w.snapshots.restore(live, "Your kernel died.") is None
-        assert live.notes == [
-            "[Your kernel died. Your REPL starts empty: there was no snapshot "
-            "to restore (lost: x, df, late).]"
-        ]
-        live.notes.clear()
-        w.events.emit(live.record, EventKind.SNAPSHOT, SAVED)
-        restored = {"restored": ["x", "df"], "skipped": {"sock": "a socket"}, "failed": {}}
-        live.runner = FakeRunner(restored)  # type: ignore[assignment]
-        assert await w.snapshots.restore(live, "Your kernel died.") == restored
-        assert live.notes == [
-            "[Your kernel died. Restored REPL variables: x, df. Lost (defined after the last "
-            "snapshot): late. Not saved: sock (a socket).]"
-        ]
-        assert w.events.of("restore")[-1]["lost"] == ["late"]
 
     asyncio.run(main())

@@ -17,7 +17,7 @@ from traitlets.config import Config
 from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.refining import Refiner
 from prime_kernel.daemon.registry import SessionRegistry
-from prime_kernel.harness.harness import Harness
+from prime_kernel.harness import Harness
 from prime_kernel.models.router import Completion
 from prime_kernel.protocol.events import EventKind
 from prime_kernel.protocol.states import SessionState

@@ -19,8 +19,8 @@ from prime_kernel.daemon.loop import AgentLoop, TurnLimitReached
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.runs import Runs
-from prime_kernel.daemon.scheduler import Scheduler
 from prime_kernel.daemon.session import LiveSession
+from prime_kernel.daemon.slots import Slots
 from prime_kernel.protocol.errors import Conflict, KernelsUnavailable, PrimeError
 from prime_kernel.protocol.states import SessionState
 from tests.daemon.conftest import FakeEvents, agent_record
@@ -132,7 +132,7 @@ class World:
             host=self,  # type: ignore[arg-type]  # the fake loop's host
             registry=self.registry,
             lifecycle=self.lifecycle,
-            scheduler=Scheduler(2),
+            slots=Slots(2),
             custody=self.custody,  # type: ignore[arg-type]
             snapshots=self.snapshots,  # type: ignore[arg-type]
             passivation=FakePassivation(),  # type: ignore[arg-type]

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from prime_kernel.harness import examples
-from prime_kernel.harness.harness import Harness
+from prime_kernel.harness import Harness, examples
 from prime_kernel.harness.learning import Cell, NotLearned, distill
 from prime_kernel.protocol.errors import InvalidEntry
 

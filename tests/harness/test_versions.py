@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from prime_kernel.harness import proposals
+from prime_kernel.harness import Harness, proposals
 from prime_kernel.harness.files import digest
-from prime_kernel.harness.harness import Harness
 
 # The two tables as the release before the rename created them.
 OLD_SCHEMA = """

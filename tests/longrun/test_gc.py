@@ -17,7 +17,7 @@ MB = 1_000_000
 
 @pytest.fixture
 def jp_server_config(jp_server_config: Config) -> Config:
-    jp_server_config.Collector.spill_threshold = 5 * MB
+    jp_server_config.Spills.spill_threshold = 5 * MB
     jp_server_config.Host.compact_keep_recent = 1
     jp_server_config.Passivation.idle_timeout = 1.0
     return jp_server_config

@@ -112,7 +112,7 @@ async def test_cancel_frees_a_kernel_that_ignores_interrupts(daemon, script, jp_
     assert daemon.registry.get(sid).state.value == "CANCELLED"
     # The kernel process is gone within seconds, and the concurrency slot is free.
     await wait_for(lambda: not _alive(pid), timeout=15)
-    assert daemon.scheduler.running == 0
+    assert daemon.slots.running == 0
 
 
 def _alive(pid: int) -> bool:

@@ -83,9 +83,9 @@ async def test_concurrency_limit_holds_with_50_children(daemon, user_kernel, scr
         )
     )
     holders = queued = 0
-    while not fan_out.done():  # the scheduler's own view, sampled while the fan-out runs
-        holders = max(holders, daemon.scheduler.running)
-        queued = max(queued, len(daemon.scheduler.queued))
+    while not fan_out.done():  # the slots' own view, sampled while the fan-out runs
+        holders = max(holders, daemon.slots.running)
+        queued = max(queued, len(daemon.slots.queued))
         await asyncio.sleep(0.01)  # the sampling period, not a wait for a state
     out = fan_out.result()
     count, answers, ids = out.split(" ", 2)

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from prime_kernel.daemon.scheduler import Scheduler
 from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import RAW_REQUEST, agent_records, events
 
@@ -163,14 +162,3 @@ async def test_refine_only_from_reachable_sessions(daemon, user_kernel, script):
     nb = await user_kernel()
     out = await nb.value(f"rlm('peek', model={model!r}).result()")
     assert "Forbidden" in out and "descendants" in out
-
-
-def test_scheduler_counts_concurrent_waits() -> None:
-    sched = Scheduler(1)
-    sched._holders.add("p")
-    sched.suspend("p")
-    sched.suspend("p")  # a second thread of the same kernel waits too
-    sched.resume("p")
-    assert "p" not in sched._holders  # still waiting in the other thread
-    sched.resume("p")
-    assert "p" in sched._holders

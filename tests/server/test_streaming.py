@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from prime_kernel.models import scripted
-from prime_kernel.protocol.records import MODEL_DELTA_SCHEMA_ID
+from prime_kernel.protocol.responses import MODEL_DELTA_SCHEMA_ID
 
 from ..conftest import events, start_session, wait_for
 

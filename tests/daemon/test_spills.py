@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from prime_kernel.daemon.collector import MARKER, Collector, MiB
 from prime_kernel.daemon.kernels import CellResult
 from prime_kernel.daemon.session import LiveSession
+from prime_kernel.daemon.spills import MARKER, MiB, Spills
 from prime_kernel.daemon.store.sqlite import SqliteStore
 from prime_kernel.protocol.errors import NotFound
 from prime_kernel.protocol.states import SessionKind
@@ -37,12 +37,12 @@ class SilentCells:
         return CellResult(code, outputs, self.status)
 
 
-def collector(cells: SilentCells, events: FakeEvents, store: Any = None, **config: Any):
-    return Collector(store=store, events=events, run_silent=cells, timeout=lambda: 5.0, **config)
+def make_spills(cells: SilentCells, events: FakeEvents, store: Any = None, **config: Any):
+    return Spills(store=store, events=events, run_silent=cells, timeout=lambda: 5.0, **config)
 
 
 def live_agent(kind: SessionKind = SessionKind.AGENT) -> LiveSession:
-    # Any runner: the collector only asks whether the session has a kernel.
+    # Any runner: the spills only ask whether the session has a kernel.
     return LiveSession(agent_record("s1", kind=kind), runner=object())  # type: ignore[arg-type]
 
 
@@ -52,7 +52,7 @@ def test_big_variables_are_spilled_and_the_model_is_told() -> None:
         FakeEvents(),
     )
     live = live_agent()
-    spilled = asyncio.run(collector(cells, events).auto_spill(live, "compaction"))
+    spilled = asyncio.run(make_spills(cells, events).auto_spill(live, "compaction"))
     assert spilled == [BIG]
     assert f"auto_spill({16 * MiB})" in cells.codes[0]
     assert events.of("gc") == [
@@ -72,7 +72,7 @@ def test_big_variables_are_spilled_and_the_model_is_told() -> None:
 def test_a_notebook_session_is_spilled_without_a_note_for_a_model() -> None:
     cells, events = SilentCells({"spilled": [BIG]}), FakeEvents()
     live = live_agent(SessionKind.NOTEBOOK)
-    assert asyncio.run(collector(cells, events).auto_spill(live, "passivation")) == [BIG]
+    assert asyncio.run(make_spills(cells, events).auto_spill(live, "passivation")) == [BIG]
     assert [e["reason"] for e in events.of("gc")] == ["passivation"]
     assert live.notes == []
 
@@ -87,14 +87,14 @@ def test_a_notebook_session_is_spilled_without_a_note_for_a_model() -> None:
 )
 def test_a_spill_switched_off_runs_no_cell(config: dict[str, Any], reason: str) -> None:
     cells, events = SilentCells({"spilled": [BIG]}), FakeEvents()
-    assert asyncio.run(collector(cells, events, **config).auto_spill(live_agent(), reason)) == []
+    assert asyncio.run(make_spills(cells, events, **config).auto_spill(live_agent(), reason)) == []
     assert cells.codes == [] and events.emitted == []
 
 
 def test_without_a_kernel_nothing_runs() -> None:
     cells, events = SilentCells({"spilled": [BIG]}), FakeEvents()
     live = LiveSession(agent_record("s1"))
-    assert asyncio.run(collector(cells, events).auto_spill(live, "compaction")) == []
+    assert asyncio.run(make_spills(cells, events).auto_spill(live, "compaction")) == []
     assert cells.codes == []
 
 
@@ -104,13 +104,13 @@ def test_without_a_kernel_nothing_runs() -> None:
 )
 def test_nothing_spilled_or_a_failed_cell_says_nothing(cells: SilentCells) -> None:
     events, live = FakeEvents(), live_agent()
-    assert asyncio.run(collector(cells, events).auto_spill(live, "compaction")) == []
+    assert asyncio.run(make_spills(cells, events).auto_spill(live, "compaction")) == []
     assert events.emitted == [] and live.notes == []
 
 
 def test_gc_in_a_repl_is_recorded_as_a_gc_event() -> None:
     events = FakeEvents()
-    done = collector(SilentCells(None), events).requested(
+    done = make_spills(SilentCells(None), events).requested(
         live_agent(), {"dropped": ["a"], "spilled": [BIG]}
     )
     assert done == {"recorded": True}
@@ -128,7 +128,7 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 def test_a_spilled_value_is_read_back_only_by_the_session_that_spilled_it(
     store: SqliteStore,
 ) -> None:
-    spills = collector(SilentCells(None), FakeEvents(), store)
+    spills = make_spills(SilentCells(None), FakeEvents(), store)
     owner = live_agent()
     other = LiveSession(agent_record("s2"))
 

@@ -1,5 +1,9 @@
 """What the API returns: a session's record, usage, a trajectory event, a push notification —
-as JSON Schemas built from the enums here, so they cannot drift from them."""
+as JSON Schemas built from the enums here, so they cannot drift from them.
+
+The other half of requests.py (what starting a session takes). The record these schemas
+describe lives in the daemon as `SessionRecord` (daemon/records.py).
+"""
 
 from __future__ import annotations
 

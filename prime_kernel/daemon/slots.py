@@ -1,4 +1,5 @@
-"""The global concurrency limit: at most `limit` sessions take turns at once, FIFO after that.
+"""The global concurrency limit: at most `limit` sessions take turns at once (each holds a
+slot), FIFO after that. (Timers that deliver messages are schedules.py, not this.)
 
 A session blocked waiting on its children gives its slot back (`suspend`) so that a parent
 waiting on children never starves them; it takes a slot again without queueing (`resume`),
@@ -12,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 
 
-class Scheduler:
+class Slots:
     def __init__(self, limit: int) -> None:
         if limit < 1:
             raise ValueError("the concurrency limit must be at least 1")

@@ -19,20 +19,20 @@ class SpillsHandler(UploadHandler):
             raise InvalidRequest("?name= must name the variable (at most 300 characters)")
         data = self.uploaded(f"the value of {name!r}")
         blob_id = await self.admission.put_blob(data, f"the value of {name!r}")
-        self.collector.record_spill(self.caller, blob_id, name, len(data))
+        self.spills.record_spill(self.caller, blob_id, name, len(data))
         await self.reply({"blob_id": blob_id, "size": len(data)}, status=201)
 
 
 class SpillHandler(KernelHandler):
     async def get(self, blob_id: str) -> None:
-        data = await self.collector.spilled_bytes(self.caller, blob_id)
+        data = await self.spills.spilled_bytes(self.caller, blob_id)
         self.set_header("Content-Type", "application/octet-stream")
         self.finish(data)
 
 
 class GcHandler(KernelHandler):
     async def post(self) -> None:
-        await self.reply(self.collector.requested(self.caller, self.body("gc_report")))
+        await self.reply(self.spills.requested(self.caller, self.body("gc_report")))
 
 
 HANDLERS: list[tuple[str, Any]] = [

@@ -9,6 +9,9 @@ is compacted (a long session has usually piled up intermediate values by then) a
 idle session is passivated (so that its snapshot stays small; Prime Agent prunes values over
 16 MiB and caps snapshots at 256 MiB). Variables of at least `spill_threshold` bytes go to
 disk, and the model is told which, at its next turn.
+
+`Spills` was called `Collector` (a word that also named the capture of a cell's outputs); its
+settings keep working as `c.Collector.<trait>` for one release (daemon/moved.py).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from ..protocol.events import EventKind
 from . import observation
 from .events import EventLog
 from .kernels import CellResult
+from .moved import relocate
 from .session import LiveSession
 from .store import Store
 
@@ -31,8 +35,15 @@ MARKER = "PRIME_GC "
 MiB = 1024 * 1024
 
 
-class Collector(LoggingConfigurable):
-    """Configure as `c.Collector.<trait>`."""
+# The settings of `Collector`, this class's old name.
+MOVED = {
+    name: "Spills"
+    for name in ("spill_threshold", "snapshot_cap", "spill_at_compaction", "spill_at_passivation")
+}
+
+
+class Spills(LoggingConfigurable):
+    """Spills big REPL values to disk and serves them back. Configure as `c.Spills.<trait>`."""
 
     spill_threshold = Int(
         16 * MiB,
@@ -62,7 +73,12 @@ class Collector(LoggingConfigurable):
         timeout: Callable[[], float],
         **kwargs: Any,
     ) -> None:
+        # Its own keyword arguments have the same names under both class names: only the
+        # config moves.
+        moved = relocate("Collector", MOVED, kwargs, arguments=False)
         super().__init__(**kwargs)
+        for note in moved:
+            self.log.warning(note)
         self.store = store
         self.events = events
         self.run_silent = run_silent
