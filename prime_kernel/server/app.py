@@ -13,7 +13,7 @@ from traitlets import Bool, Instance, Type
 from ..daemon.daemon import Daemon
 from ..daemon.events import SessionEvent
 from ..daemon.sandbox import NONE, Sandbox, activate, root_warning
-from ..models.router import import_litellm
+from ..models.router import preload
 from ..protocol.errors import PrimeError, Unavailable
 from ..protocol.records import (
     MODEL_DELTA,
@@ -76,9 +76,12 @@ class PrimeApp(ExtensionApp):
     def initialize_settings(self) -> None:
         serverapp = self.serverapp
         assert serverapp is not None
-        # litellm takes seconds to import: start now, in a thread, so the first rlm() after a
-        # start does not wait for it (the daemon awaits the same import when it starts).
-        threading.Thread(target=import_litellm, name="import-litellm", daemon=True).start()
+        # litellm takes seconds to import, most of it holding the GIL (C parts: pydantic's
+        # schemas, tiktoken's tables): done before the server listens, or every request in
+        # those seconds waits for it (up to half a second each). In a thread meanwhile, beside
+        # the records' loading and the sandbox's probe.
+        preloading = threading.Thread(target=preload, name="import-litellm", daemon=True)
+        preloading.start()
         kernel_manager.use_for(serverapp.kernel_manager)
         # jupyter_client makes it at the first kernel start, on the event loop, reading the
         # entry points of every installed distribution (a fifth of a second on a busy machine).
@@ -130,6 +133,7 @@ class PrimeApp(ExtensionApp):
             factory = KernelProvisionerFactory.instance()
             self._default_provisioner = factory.default_provisioner_name
             factory.default_provisioner_name = "prime-provisioner"
+        preloading.join()
 
     def _unavailable(self, error: BaseException) -> None:
         """The daemon cannot run (its store is damaged, another daemon holds it, ...): say so
