@@ -244,3 +244,23 @@ _NEXT = {
     SessionState.IDLE: {SessionState.RUNNING, SessionState.INACTIVE, SessionState.DONE},
     SessionState.INACTIVE: {SessionState.RUNNING, SessionState.CANCELLED},
 }
+
+
+def test_prepare_makes_every_entry_and_lets_the_loop_serve_between_slices(daemon: Daemon) -> None:
+    records = [add(daemon, prompt="word " * 2000) for _ in range(20)]
+    served = 0
+
+    async def serve() -> None:  # a request's turn on the loop, as often as it gets one
+        nonlocal served
+        while True:
+            served += 1
+            await asyncio.sleep(0)
+
+    async def run() -> None:
+        other = asyncio.create_task(serve())
+        await daemon.listing.prepare(slice_seconds=0)  # each entry is over the slice
+        other.cancel()
+
+    asyncio.run(run())
+    assert served >= len(records) - 1
+    assert set(ids(daemon.list_sessions())) == {r.id for r in records}
