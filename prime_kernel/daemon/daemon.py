@@ -393,7 +393,7 @@ class Daemon(LoggingConfigurable):
         self.launcher = self._make_launcher()
         await self.launcher.start()
         await self.recovery.reap_kernels(self.launcher)
-        # The pool's first kernels (and the kernel template) start while litellm imports.
+        # litellm is imported before the server listens (server/app.py): ready() is at once.
         pool = self.custody.start(
             self.launcher, lambda: {"cwd": root}, demand=lambda: self.scheduler.waiting
         )
