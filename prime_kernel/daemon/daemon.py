@@ -393,11 +393,11 @@ class Daemon(LoggingConfigurable):
         self.launcher = self._make_launcher()
         await self.launcher.start()
         await self.recovery.reap_kernels(self.launcher)
-        # litellm is imported before the server listens (server/app.py): ready() is at once.
         pool = self.custody.start(
             self.launcher, lambda: {"cwd": root}, demand=lambda: self.scheduler.waiting
         )
         self.scheduler.on_wait = pool.fill
+        # litellm is imported before the server listens (server/app.py): ready() is at once.
         await self.router.ready()
         self.recovery.resume()
         self.schedules.start()  # after resume(): ticks go to the sessions it took back
