@@ -397,7 +397,8 @@ class Daemon(LoggingConfigurable):
             self.launcher, lambda: {"cwd": root}, demand=lambda: self.scheduler.waiting
         )
         self.scheduler.on_wait = pool.fill
-        # litellm is imported before the server listens (server/app.py): ready() is at once.
+        # The extension imports litellm before the server listens (server/app.py); a daemon
+        # started otherwise imports it here, in a thread.
         await self.router.ready()
         self.recovery.resume()
         self.schedules.start()  # after resume(): ticks go to the sessions it took back
