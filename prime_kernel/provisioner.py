@@ -122,7 +122,10 @@ class PrimeProvisioner(LocalProvisioner):
                 del env[name]
             # Nothing of the server's: stdin /dev/null, stdout and stderr a log of its own.
             self._close_log_fd()
-            self._log_fd = kernel_logs.open_log(link.store_dir, self.kernel_id)
+            # In a thread: it prunes the logs folder (a stat of each of up to 200 logs).
+            self._log_fd = await asyncio.to_thread(
+                kernel_logs.open_log, link.store_dir, self.kernel_id
+            )
             kwargs["stdin"] = subprocess.DEVNULL
             kwargs["stdout"] = kwargs["stderr"] = self._log_fd
             sandbox = sandbox_mod.active()

@@ -338,11 +338,12 @@ class Daemon(LoggingConfigurable):
         self.launcher = self._make_launcher()
         await self.launcher.start()
         await self.recovery.reap_kernels(self.launcher)
-        # The pool's first kernels (and the kernel template) start while litellm imports.
         pool = self.custody.start(
             self.launcher, lambda: {"cwd": root}, demand=lambda: self.slots.waiting
         )
         self.slots.on_wait = pool.fill
+        # The extension imports litellm before the server listens (server/app.py); a daemon
+        # started otherwise imports it here, in a thread.
         await self.router.ready()
         self.runs.take_back(self.recovery.resume())
         self.schedules.start()  # after resume(): ticks go to the sessions it took back

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -154,14 +155,17 @@ class Listing:
             raise NotFound(f"session {session_id} has no context")
         return await self.store.get_blob(record.context_blob)
 
-    async def prepare(self, chunk: int = 200) -> None:
-        """Make every entry ahead of the first list (after a start with a large store), a chunk
-        at a time so that requests are served meanwhile."""
-        records = list(self.registry)
-        for start in range(0, len(records), chunk):
-            for record in records[start : start + chunk]:
-                self._entry(record, {})
-            await asyncio.sleep(0)
+    async def prepare(self, slice_seconds: float = 0.01) -> None:
+        """Make every entry ahead of the first list (after a start with a large store),
+        `slice_seconds` of work at a time so that requests are served meanwhile (a count of
+        entries would not do: an entry with a long prompt costs many times a short one, and
+        a busy machine all of them more)."""
+        until = time.monotonic() + slice_seconds
+        for record in list(self.registry):
+            self._entry(record, {})
+            if time.monotonic() > until:
+                await asyncio.sleep(0)
+                until = time.monotonic() + slice_seconds
 
     def _current(self, record: SessionRecord) -> _Kept:
         sid = record.id

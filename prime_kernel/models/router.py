@@ -69,6 +69,25 @@ def import_litellm() -> Any:
     return _litellm
 
 
+def preload() -> None:
+    """Import litellm and make its first call, on a mocked reply (no provider, no network): the
+    first call of a process imports some seventy more modules and builds litellm's response
+    models, half a second of CPU that would otherwise run on the event loop (and in its
+    executor's threads, holding the GIL) at a session's first turn. For the server, before it
+    listens (server/app.py)."""
+    litellm = import_litellm()
+    with contextlib.suppress(Exception):  # a litellm that mocks differently: no warm-up
+        reply = litellm.completion(
+            model="openai/gpt-4o-mini",
+            messages=[{"role": "user", "content": "warm-up"}],
+            mock_response="warm-up",
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        for _ in reply:
+            pass
+
+
 @dataclass
 class Completion:
     """One model call: the assistant message as a dict, with what it cost."""

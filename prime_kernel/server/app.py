@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
 from typing import Any
 
@@ -13,7 +14,7 @@ from traitlets import Bool, Instance, Type
 from ..daemon.daemon import Daemon
 from ..daemon.events import SessionEvent
 from ..daemon.sandbox import NONE, Sandbox, activate, root_warning
-from ..models.router import import_litellm
+from ..models.router import preload
 from ..protocol.errors import PrimeError, Unavailable
 from ..protocol.responses import (
     MODEL_DELTA,
@@ -76,9 +77,12 @@ class PrimeApp(ExtensionApp):
     def initialize_settings(self) -> None:
         serverapp = self.serverapp
         assert serverapp is not None
-        # litellm takes seconds to import: start now, in a thread, so the first rlm() after a
-        # start does not wait for it (the daemon awaits the same import when it starts).
-        threading.Thread(target=import_litellm, name="import-litellm", daemon=True).start()
+        # litellm takes seconds to import, most of it holding the GIL (C parts: pydantic's
+        # schemas, tiktoken's tables): done before the server listens, or every request in
+        # those seconds waits for it (up to half a second each). In a thread meanwhile, beside
+        # the records' loading and the sandbox's probe.
+        preloading = threading.Thread(target=preload, name="import-litellm", daemon=True)
+        preloading.start()
         kernel_manager.use_for(serverapp.kernel_manager)
         # jupyter_client makes it at the first kernel start, on the event loop, reading the
         # entry points of every installed distribution (a fifth of a second on a busy machine).
@@ -133,6 +137,8 @@ class PrimeApp(ExtensionApp):
             factory = KernelProvisionerFactory.instance()
             self._default_provisioner = factory.default_provisioner_name
             factory.default_provisioner_name = kernel_manager.PROVISIONER
+        preloading.join()
+        freeze_startup_objects()
 
     def _unavailable(self, error: BaseException) -> None:
         """The daemon cannot run (its store is damaged, another daemon holds it, ...): say so
@@ -226,6 +232,17 @@ class PrimeApp(ExtensionApp):
             if (s.get("kernel") or {}).get("id") == kernel_id:
                 return str(s.get("path") or s.get("name") or "") or None
         return None
+
+
+def freeze_startup_objects() -> None:
+    """Leave what the process holds once the server is loaded (modules, classes, litellm's
+    price map and pydantic schemas, the records: over half a million objects) out of every
+    later garbage collection (`gc.freeze`). A full collection walks every tracked object
+    holding the GIL: over them, 0.2-0.9 s during which no request is served, whenever enough
+    new objects have piled up. Once per process (a test process starts many servers): what is
+    frozen is never collected, so garbage of earlier servers must not be."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
 
 
 main = launch_new_instance = PrimeApp.launch_instance

@@ -13,6 +13,7 @@ way: they act only as the session they serve.
 
 from __future__ import annotations
 
+from functools import cache
 from importlib.metadata import version
 from typing import Any
 
@@ -51,11 +52,19 @@ class Grants:
             self.tokens.revoke(kernel_id)
 
 
+@cache
+def installed_version() -> str:
+    """The installed distribution's version, read once: reading it scans every folder of
+    sys.path on the event loop (tens of milliseconds, more on a busy machine), and clients poll
+    this endpoint while a server starts."""
+    return version("prime_kernel")
+
+
 class StatusHandler(UserHandler):
     async def get(self) -> None:
         sandbox = sandbox_status(self.settings.get("prime_sandbox"))
         self.write_json(
-            {"version": version("prime_kernel"), "started": self.daemon.started, "sandbox": sandbox}
+            {"version": installed_version(), "started": self.daemon.started, "sandbox": sandbox}
         )
 
 

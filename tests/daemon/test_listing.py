@@ -280,7 +280,7 @@ def test_the_listing_alone_makes_each_entry_once_until_it_changes(accounts: Acco
         assert body["epoch"] == "e1" and body["cursor"] == accounts.registry.version
         return {s["id"]: s for s in body["sessions"]}
 
-    asyncio.run(listing.prepare(chunk=1))
+    asyncio.run(listing.prepare(slice_seconds=0))
     assert made.count == 2
     first = listed()
     assert made.count == 2  # prepared: nothing made again
@@ -300,3 +300,23 @@ def test_the_listing_alone_makes_each_entry_once_until_it_changes(accounts: Acco
     assert again["root"]["usage"]["own"]["total_tokens"] == 0
     listed()
     assert made.count == 5
+
+
+def test_prepare_makes_every_entry_and_lets_the_loop_serve_between_slices(daemon: Daemon) -> None:
+    records = [add(daemon, prompt="word " * 2000) for _ in range(20)]
+    served = 0
+
+    async def serve() -> None:  # a request's turn on the loop, as often as it gets one
+        nonlocal served
+        while True:
+            served += 1
+            await asyncio.sleep(0)
+
+    async def run() -> None:
+        other = asyncio.create_task(serve())
+        await daemon.listing.prepare(slice_seconds=0)  # each entry is over the slice
+        other.cancel()
+
+    asyncio.run(run())
+    assert served >= len(records) - 1
+    assert set(ids(daemon.listing.list_sessions())) == {r.id for r in records}

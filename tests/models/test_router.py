@@ -1,9 +1,12 @@
-"""The router's prompt-cache decisions: breakpoints only for the providers that need them."""
+"""The router's prompt-cache decisions: breakpoints only for the providers that need them; its
+preload (litellm imported and warmed before the server listens)."""
 
 from __future__ import annotations
 
+import sys
+
 from prime_kernel.models import scripted
-from prime_kernel.models.router import ModelRouter, with_breakpoints
+from prime_kernel.models.router import ModelRouter, preload, with_breakpoints
 
 
 def test_only_claude_gets_breakpoints() -> None:
@@ -44,3 +47,20 @@ def test_breakpoints_mark_the_system_and_the_last_stored_message_in_a_copy() -> 
     assert marked[3]["content"] == [{"type": "text", "text": "out", "cache_control": mark}]
     assert marked[1:3] == messages[1:3] and marked[4] == messages[4]
     assert messages[0]["content"] == "S"  # the stored conversation is untouched
+
+
+async def test_after_the_preload_a_first_call_imports_nothing_and_leaves_no_trace() -> None:
+    router = ModelRouter()
+    known = router.known_models()
+    preload()
+    assert router.known_models() == known  # the warm-up's mocked reply registers nothing
+    model = scripted.register_script("router_after_preload", [{"text": "hi"}])
+    modules = set(sys.modules)
+    pieces: list[str] = []
+    try:
+        reply = await router.stream(model, [{"role": "user", "content": "x"}], pieces.append)
+    finally:
+        await router.close()
+    assert reply.message["content"] == "hi" and "".join(pieces) == "hi"
+    # What the first call of a process would import on the event loop, the preload did.
+    assert sorted(set(sys.modules) - modules) == []
