@@ -5,7 +5,8 @@ took an inch for 3.54 cm, a foot for 3.048 cm and divided kilograms by the pound
 each factor is the defined one (an inch is 0.0254 m exactly, a pound 0.45359237 kg), kept as a
 Fraction so that a whole result stays whole: `convert('1 day', 'min')` is 1440, not 1440.0.
 The quantity may be written as the task writes it, '6 feet 2 inches', which a small model
-copies more reliably than it splits into two calls and a sum (it dropped the inches).
+copies more reliably than it splits into two calls and a sum (it dropped the inches). A bare
+'m' is metres, except beside a time, where only minutes make sense.
 
 Units are named as people write them ('ft', 'feet', 'foot', 'km/h', '°C', 'square metres'),
 case and plurals aside. A gallon, pint, cup or fluid ounce is the US one (the imperial gallon is
@@ -244,13 +245,17 @@ def convert(value: float | str, unit: str, to_unit: str | None = None) -> float:
 
 def _one(amount: Fraction, from_unit: str, to_unit: str) -> Fraction:
     (from_dim, source), (to_dim, target) = _lookup(from_unit), _lookup(to_unit)
+    # A bare 'm' beside a time can only be minutes, as in '1 h 30 m' (the model wrote
+    # convert('1 day', 'm') for minutes, and again after being told 'm' is metres).
+    if {from_dim, to_dim} == {"time", "length"}:
+        if from_dim == "length" and _normal(from_unit) == "m":
+            from_dim, source = "time", "min"
+        elif to_dim == "length" and _normal(to_unit) == "m":
+            to_dim, target = "time", "min"
     if from_dim != to_dim:
-        # 'm' for minutes is the likeliest slip: say which is which.
-        slip = {from_dim, to_dim} == {"time", "length"} and "m" in (source, target)
-        minutes = " ('m' is metres, minutes are 'min')" if slip else ""
         raise ValueError(
             f"cannot convert {from_unit!r} ({from_dim}) to {to_unit!r} ({to_dim}): "
-            f"they measure different things{minutes}"
+            "they measure different things"
         )
     if from_dim == "temperature":
         scale, offset, _ = _TEMPERATURES[source]

@@ -49,6 +49,16 @@ def test_a_quantity_is_read_as_a_task_writes_it() -> None:
     assert convert("5", "kg", "lb") == convert(5, "kg", "lb")
 
 
+def test_a_bare_m_beside_a_time_is_minutes() -> None:
+    assert convert("1 day", "m") == 1440
+    assert convert("1 h 30 m", "min") == 90
+    assert convert(90, "m", "h") == 1.5
+    assert convert("5 m", "ft") == pytest.approx(16.4041995)
+    # Spelt out, metres stay metres.
+    with pytest.raises(ValueError, match="'day' \\(time\\) to 'metres' \\(length\\)"):
+        convert("1 day", "metres")
+
+
 def test_temperatures_convert_with_their_offsets() -> None:
     assert convert(25, "C", "F") == 77
     assert convert(98.6, "F", "C") == pytest.approx(37.0)
@@ -125,5 +135,3 @@ def test_a_mistake_says_what_is_known() -> None:
         convert("20 C 5 F", "K")
     with pytest.raises(ValueError, match="different things"):
         convert("5 kg 2 m", "g")
-    with pytest.raises(ValueError, match="'m' is metres, minutes are 'min'"):
-        convert("1 day", "m")
