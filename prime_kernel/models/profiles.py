@@ -126,7 +126,7 @@ SMALL_IMPORTS = "import csv, math, re, statistics"
 # The REPL helpers of our own that the setup imports, and the line of the system prompt that
 # names each one by its use (a module path would tell a small model nothing). The model gets
 # a conversion's arithmetic right and its factors wrong (an inch as 3.54 cm, kilograms
-# divided by the pound's factor): `convert` knows the factors, and the cookbook's unit
+# times the pound's factor): `convert` knows the factors, and the cookbook's unit
 # examples use it.
 HELPERS_SETUP = "from prime_kernel.kernel.units import convert"
 HELPERS_NOTE = "convert('5 ft 3 in', 'cm') converts units with exact factors."
