@@ -121,6 +121,13 @@ _HINTS = (
         "There is no file {0!r} here: use the file the task names.",
     ),
     (
+        # `lines.index('needle')` for the line that contains the word: index() wants the whole
+        # item, so a word in a long text is "not in list".
+        re.compile(r"ValueError: '([^'\n]{1,40})' is not in list"),
+        "index() finds only an item that is exactly '{0}'. To find the item that contains it, "
+        "loop: for i, item in enumerate(items, 1), test '{0}' in item.",
+    ),
+    (
         re.compile(r"KeyError: '(\w+)'"),
         "There is no key '{0}': print the first row (or the dict's keys) to see the names.",
     ),

@@ -88,25 +88,17 @@ EXAMPLES: tuple[Example, ...] = (
         "How many days are in April 2026?",
         "import calendar\nanswer(calendar.monthrange(2026, 4)[1])",
     ),
-    # units: name each conversion factor, then multiply
-    (
-        "Express 2 days in seconds.",
-        "seconds_per_minute = 60\nminutes_per_hour = 60\nhours_per_day = 24\n"
-        "answer(2 * hours_per_day * minutes_per_hour * seconds_per_minute)",
-    ),
-    (
-        "Convert 3 yards 2 feet to metres.",
-        "feet_per_yard = 3\ninches_per_foot = 12\ncm_per_inch = 2.54\n"
-        "inches = (3 * feet_per_yard + 2) * inches_per_foot\nanswer(inches * cm_per_inch / 100)",
-    ),
+    # units: convert() (the profile's setup imports it) has the exact factors; the model's
+    # own memory of them is what went wrong (an inch as 3.54 cm). The quantity is written as
+    # the task says it, parts and all.
+    ("Express 2 days in seconds.", "answer(convert('2 days', 's'))"),
+    ("Convert 3 yards 2 feet to metres.", "answer(convert('3 yards 2 feet', 'm'))"),
+    ("Convert 12 ounces to grams.", "answer(convert('12 ounces', 'g'))"),
     (
         "Convert 15 litres to US gallons, rounded to 2 decimals.",
-        "litres_per_gallon = 3.785411784\nanswer(round(15 / litres_per_gallon, 2))",
+        "answer(round(convert('15 litres', 'US gallons'), 2))",
     ),
-    (
-        "Convert 30 degrees Celsius to Fahrenheit.",
-        "# F = C * 9 / 5 + 32, and back: C = (F - 32) * 5 / 9\nanswer(30 * 9 / 5 + 32)",
-    ),
+    ("Convert 30 degrees Celsius to Fahrenheit.", "answer(convert('30 degrees Celsius', 'F'))"),
     # counting
     (
         "How many multiples of 3 are there from 1 to 400?",
@@ -232,6 +224,13 @@ EXAMPLES: tuple[Example, ...] = (
         "answer(max(rows, key=lambda r: float(r['age']))['name'])",
     ),
     (
+        "What is the average of the numbers in values.txt?",
+        "with open('values.txt') as f:\n    text = f.read()\n"
+        "# every number, whatever separates them (commas, semicolons, new lines)\n"
+        "numbers = [float(x) for x in re.findall(r'-?\\d+\\.?\\d*', text)]\n"
+        "answer(sum(numbers) / len(numbers))",
+    ),
+    (
         "How many lines are in log.txt?",
         "with open('log.txt') as f:\n    answer(len(f.read().splitlines()))",
     ),
@@ -324,8 +323,13 @@ _SYNONYMS = {
 }
 
 
+_MOST_OFTEN = re.compile(r"\b(?:large|big|high|great)\w*\s+(?:number|count)\s+of\b", re.IGNORECASE)
+
+
 def _words(text: str) -> set[str]:
     out = set()
+    # "the largest number of tickets" asks which value occurs most often, not for a maximum
+    text = _MOST_OFTEN.sub("most often", text)
     for word in re.findall(r"[a-z]+", text.lower()):
         if word in _STOP:
             continue
@@ -346,10 +350,15 @@ _DOWN = re.compile(rf"\b{_BIG}\s+(?:\w+\s+)?to\s+(?:the\s+)?{_SMALL}", re.IGNORE
 _UP = re.compile(rf"\b{_SMALL}\s+(?:\w+\s+)?to\s+(?:the\s+)?{_BIG}", re.IGNORECASE)
 
 
-_UNIT = re.compile(
-    r"\b(second|minute|hour|day|week|year|inch|feet|foot|yard|mile|met|centimet|millimet"
-    r"|kilomet|km|cm|mm|kg|kilo|gram|pound|lb|ounce|litre|liter|gallon|celsius|fahrenheit|°[cf])"
-)
+# Unit names by what they measure (stems: "met" is metre, meter, metres).
+_UNITS = {
+    "time": r"second|minute|hour|day|week|year",
+    "length": r"inch|feet|foot|yard|mile|met|centimet|millimet|kilomet|km|cm|mm",
+    "mass": r"kg|kilo|gram|pound|lb|ounce",
+    "volume": r"litre|liter|millilit|ml|gallon|pint|quart",
+    "temperature": r"celsius|fahrenheit|°[cf]",
+}
+_UNIT = re.compile(r"(?<![a-z])(" + "|".join(_UNITS.values()) + ")")
 
 
 def _shapes(text: str) -> set[str]:
@@ -362,8 +371,16 @@ def _shapes(text: str) -> set[str]:
     if _DATE.search(text):
         shapes.add("[date]")
     # A conversion names two units ("a day of the week" is a date's).
-    if len(set(_UNIT.findall(text.lower().replace("day of the week", "")))) >= 2:
+    # The kind of quantity counts too: kilograms to pounds is nearer ounces to grams than
+    # litres to gallons.
+    named = set(_UNIT.findall(text.lower().replace("day of the week", "")))
+    if len(named) >= 2:
         shapes.add("[units]")
+        shapes |= {
+            f"[{kind}]"
+            for kind, stems in _UNITS.items()
+            if any(re.fullmatch(stems, unit) for unit in named)
+        }
     if re.search(r"\d!", text):  # 12! is the factorial of 12
         shapes.add("factorial")
     # "from largest to smallest" says decreasing in other words

@@ -122,13 +122,24 @@ SMALL_EXAMPLES = 3  # more examples did no better for SmolLM2-135M and cost prom
 
 # SmolLM2 writes `math.gcd(...)` and drops the `import math` its example had about as often
 # as not; with these already imported that error cannot happen.
-SMALL_SETUP = "import csv, math, re, statistics"
+SMALL_IMPORTS = "import csv, math, re, statistics"
+# The REPL helpers of our own that the setup imports, and the line of the system prompt that
+# names each one by its use (a module path would tell a small model nothing). The model gets
+# a conversion's arithmetic right and its factors wrong (an inch as 3.54 cm, kilograms
+# times the pound's factor): `convert` knows the factors, and the cookbook's unit
+# examples use it.
+HELPERS_SETUP = "from prime_kernel.kernel.units import convert"
+HELPERS_NOTE = "convert('5 ft 3 in', 'cm') converts units with exact factors."
+SMALL_SETUP = f"{SMALL_IMPORTS}\n{HELPERS_SETUP}"
 
 
 def _imported(setup: str) -> str:
-    """What a setup of `import a, b` / `from m import x, y` lines made available, said briefly."""
+    """What a setup of `import a, b` / `from m import x, y` lines made available, said briefly
+    (the helpers aside: HELPERS_NOTE says what they do)."""
     said = []
     for line in setup.splitlines():
+        if line == HELPERS_SETUP:
+            continue
         if line.startswith("import "):
             said.append(line.removeprefix("import "))
         elif line.startswith("from "):
@@ -140,7 +151,8 @@ def _imported(setup: str) -> str:
 def _system_after(setup: str) -> Callable[[bool, str], str]:
     def system(tools: bool, extra: str) -> str:
         return prompts.small_system_prompt(
-            extra=extra, installed=f"{installed_note()} Already imported: {_imported(setup)}."
+            extra=extra,
+            installed=f"{installed_note()} Already imported: {_imported(setup)}. {HELPERS_NOTE}",
         )
 
     return system
@@ -210,7 +222,8 @@ CODER_EXAMPLES = 3
 # The coder reached for `calendar` and `date` without importing them (a turn lost each time).
 # `datetime` stays the module: both `datetime.date(...)` and `date(...)` then work.
 CODER_SETUP = (
-    "import calendar, csv, datetime, math, re, statistics\nfrom datetime import date, timedelta"
+    "import calendar, csv, datetime, math, re, statistics\nfrom datetime import date, timedelta\n"
+    + HELPERS_SETUP
 )
 
 

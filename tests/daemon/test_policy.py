@@ -103,6 +103,9 @@ def test_error_hints_name_the_fix() -> None:
     joined = "ValueError: invalid literal for int() with base 10: '75;51;7'"
     assert "split it on ';' first" in (policy.error_hint(joined) or "")
     assert policy.error_hint("ValueError: invalid literal for int() with base 10: 'x'") is None
+    # index() of a word in a list of lines: the hint says to loop and test containment.
+    hint = policy.error_hint("ValueError: 'needle' is not in list") or ""
+    assert "enumerate(items, 1)" in hint and "'needle' in item" in hint
     assert policy.error_hint("ZeroDivisionError: division by zero") is None
     assert policy.error_hint("42") is None
 

@@ -54,6 +54,7 @@ def test_small_prompt_is_short() -> None:
     assert chars < 600 * 4 // 2, chars
     assert profiles.installed_note() in messages[0]["content"]
     assert "Already imported: csv, math, re, statistics." in messages[0]["content"]
+    assert profiles.HELPERS_NOTE in messages[0]["content"]
     assert all(m.get("name") == "example" for m in messages[1:-1])
     assert SMALL.task("What is the mean of context?", "list", 1) == (
         "Task: What is the mean of context?\n(The variable `context` holds a list.)"
@@ -92,7 +93,7 @@ def test_closest_examples_match_the_task_kind() -> None:
     assert "date" in nearest_code("Which day of the week is 3 June 2031?")
     assert "factorial" in nearest_code("What is 9! / 7!?")
     assert "reverse=True" in nearest_code("put 4, 9, 1 from biggest to smallest")
-    assert "_per_" in nearest_code("How many grams are in 3 pounds?")
+    assert "convert(" in nearest_code("How many grams are in 3 pounds?")
     assert "title()" in nearest_code("capitalise every word of 'big blue sea'")
     # Deterministic, nearest last, and never more than asked for.
     assert cookbook.closest("What is 5 + 5?", 3) == cookbook.closest("What is 5 + 5?", 3)
@@ -116,11 +117,13 @@ def test_the_default_local_model_has_its_own_profile() -> None:
     # What its setup imports, the system prompt says (a model told nothing imports it again).
     namespace: dict[str, object] = {}
     exec(coder.setup, namespace)
-    assert {"calendar", "datetime", "date", "timedelta"} <= set(namespace)
+    assert {"calendar", "datetime", "date", "timedelta", "convert"} <= set(namespace)
     system = coder.system(False, "")
     assert "Already imported: calendar, csv, datetime, math, re, statistics; date, timedelta" in (
         system
     )
+    # A helper is named by its use, not by its module.
+    assert "convert('5 ft 3 in', 'cm')" in system and "prime_kernel.kernel" not in system
     assert "small model for offline work" in coder.give_up_hint
 
 
