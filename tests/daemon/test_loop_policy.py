@@ -284,17 +284,3 @@ async def test_the_coder_profile_refuses_an_example_copied_whole(
     shown = [m["content"] for m in sent[1] if m.get("name") == "example"]
     assert len(shown) == 2 * (profiles.CODER_EXAMPLES - 1)
     assert not any(copied in text for text in shown)
-
-
-async def test_the_coder_profile_has_convert_in_its_repl(
-    daemon: Daemon, script: Callable[..., str], monkeypatch: Any
-) -> None:
-    # The setup imports the helper in the agent's own (sandboxed) kernel; the cookbook's unit
-    # examples and the system prompt rely on it being there.
-    model = script([{"text": "answer(convert('5 ft 3 in', 'cm'))\n"}] * 5, tools=False)
-    monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
-    record = await daemon.create_session(SessionRequest("5 ft 3 in in cm?", model=model))
-    result = await daemon.runs.wait(record["id"], 120)
-    cells = await daemon.store.events(result["id"], kinds=["cell"])
-    assert result["state"] == "DONE", [c["data"]["code"] for c in cells]
-    assert float(result["answer_repr"]) == 63 * 2.54

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from prime_kernel.models import profiles
+from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import RAW_REQUEST, agent_records, events, grant_capability, wait_for
 
 
@@ -279,3 +283,17 @@ async def test_size_limits_are_enforced_by_the_daemon(daemon, user_kernel, scrip
     assert agent_records(daemon) == []
     out = await nb.value(f"rlm('big answer', model={model!r}).result()")
     assert "TooLarge" in out and "the answer is" in out
+
+
+async def test_the_coder_profile_has_convert_in_its_repl(
+    daemon: Any, script: Callable[..., str], monkeypatch: Any
+) -> None:
+    # The setup imports the helper in the agent's own (sandboxed) kernel; the cookbook's unit
+    # examples and the system prompt rely on it being there.
+    model = script([{"text": "answer(convert('5 ft 3 in', 'cm'))\n"}] * 5, tools=False)
+    monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
+    record = await daemon.admission.create_session(SessionRequest("5 ft 3 in in cm?", model=model))
+    result = await daemon.runs.wait(record["id"], 120)
+    cells = await daemon.store.events(result["id"], kinds=["cell"])
+    assert result["state"] == "DONE", [c["data"]["code"] for c in cells]
+    assert float(result["answer_repr"]) == 63 * 2.54
