@@ -24,6 +24,7 @@ from ..daemon.recovery import unattended
 from ..daemon.registry import SessionRegistry
 from ..daemon.schedules import Schedule, listing
 from ..daemon.store import SqliteStore
+from ..protocol.requests import SessionFilter
 from ..util.redact import Scrubber
 
 
@@ -66,10 +67,8 @@ class StoreReader:
     def session_json(self, session_id: str) -> dict[str, Any]:
         return self.listing.session_json(session_id)
 
-    def list_sessions(
-        self, *, states: list[str] | None = None, limit: int | None = None
-    ) -> dict[str, Any]:
-        return self.listing.list_sessions(states=states, limit=limit)
+    def list_sessions(self, filters: SessionFilter) -> dict[str, Any]:
+        return self.listing.list_sessions(filters)
 
     def goal(self, session_id: str) -> dict[str, Any] | None:
         return self.registry.get(session_id).goal

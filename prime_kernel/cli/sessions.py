@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import urllib.parse
 from typing import Any
 
+from ..protocol.errors import InvalidRequest
+from ..protocol.requests import QUERY, SessionFilter
 from ..util.format import fmt_cost, fmt_tokens
 from .common import CLIError, dump_json, fmt_time, fmt_usage, print_table, read_store
 from .remote import call, find_server
@@ -27,31 +28,21 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_show)
 
 
-def _states(values: list[str] | None) -> list[str] | None:
-    from ..protocol.states import SessionState
-
-    if not values:
-        return None
-    known = [s.value for s in SessionState]
-    wanted = [v.upper() for v in values]
-    for value in wanted:
-        if value not in known:
-            raise CLIError(f"--state {value!r} is not a state (one of {', '.join(known)})")
-    return wanted
-
-
 def cmd_sessions(args: argparse.Namespace) -> int:
-    states = _states(args.state)
-    if args.limit < 1:
-        raise CLIError("--limit must be at least 1")
+    # The options are the list's query arguments: read as the server reads them.
+    try:
+        filters = SessionFilter.from_query(
+            {QUERY["states"]: args.state or [], QUERY["limit"]: [str(args.limit)]}
+        )
+    except InvalidRequest as e:
+        raise CLIError(e.message) from None
     info = find_server(args.root)
     if info is not None:  # the running daemon holds the store: ask it
-        query = urllib.parse.urlencode({"state": states or [], "limit": args.limit}, doseq=True)
-        rows = call(info, "GET", f"sessions?{query}")["sessions"]
+        rows = call(info, "GET", f"sessions?{filters.to_query()}")["sessions"]
     else:
         reader = read_store(args.root)
         try:
-            rows = reader.list_sessions(states=states, limit=args.limit)["sessions"]
+            rows = reader.list_sessions(filters)["sessions"]
         finally:
             reader.close()
     if args.json:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol.errors import NotFound
+from ..protocol.requests import SessionFilter
 from . import usage as usage_mod
 from .accounting import Accounting
 from .records import SessionRecord
@@ -110,35 +111,19 @@ class Listing:
         return out
 
     # -- lists ----------------------------------------------------------------------------------
-    def text(
-        self,
-        *,
-        states: list[str] | None = None,
-        root_id: str | None = None,
-        parent_id: str | None = None,
-        limit: int | None = None,
-        changed_after: int | None = None,
-    ) -> str:
-        """Records matching the filters (newest first: the order they were admitted in), brief,
-        as the API's JSON text: `{"sessions": [...], "cursor", "epoch"}`; `changed_after` (a
-        `cursor` of an earlier list of the same `epoch`) keeps only what changed since."""
-        registry = self.registry
-        cursor = registry.version  # before anything below could change (nothing awaits)
-        rows = registry.select(
-            states=states,
-            root_id=root_id,
-            parent_id=parent_id,
-            changed_after=changed_after,
-            limit=limit,
-        )
+    def text(self, filters: SessionFilter = SessionFilter()) -> str:
+        """The sessions `filters` selects, brief, as the API's JSON text:
+        `{"sessions": [...], "cursor", "epoch"}` (a `cursor` is what `changed_after` takes)."""
+        cursor = self.registry.version  # before anything below could change (nothing awaits)
+        rows = self.registry.select(filters)
         totals: dict[str, dict[str, float]] = {}
         entries = [self._entry(r, totals) for r in rows]
         epoch = encode(self.epoch)
         return f'{{"sessions": [{", ".join(entries)}], "cursor": {cursor}, "epoch": {epoch}}}'
 
-    def list_sessions(self, **filters: Any) -> dict[str, Any]:
+    def list_sessions(self, filters: SessionFilter = SessionFilter()) -> dict[str, Any]:
         """`text` as a dict: `{"sessions": [Session], "cursor", "epoch"}`."""
-        return dict(json.loads(self.text(**filters)))
+        return dict(json.loads(self.text(filters)))
 
     # -- what an export reads ---------------------------------------------------------------
     def descendant_ids(self, session_id: str) -> list[str]:

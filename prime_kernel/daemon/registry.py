@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from ..protocol.errors import NotFound
+from ..protocol.requests import SessionFilter
 from ..protocol.states import SessionState
 from .records import SessionRecord, Sink
 from .session import Conversation, LiveSession, Message
@@ -186,20 +187,13 @@ class SessionRegistry:
             record = self._records.get(record.parent_id)
         return False
 
-    def select(
-        self,
-        *,
-        states: Iterable[str] | None = None,
-        root_id: str | None = None,
-        parent_id: str | None = None,
-        changed_after: int | None = None,
-        limit: int | None = None,
-    ) -> list[SessionRecord]:
+    def select(self, filters: SessionFilter = SessionFilter()) -> list[SessionRecord]:
         """Records matching every filter given, newest first (the `limit` newest)."""
-        wanted = {SessionState(s) for s in states} if states else None
+        wanted = filters.states or None
+        root_id, changed_after, limit = filters.root_id, filters.changed_after, filters.limit
         pool: Iterable[str]
-        if parent_id is not None:
-            pool = self._children.get(parent_id, [])
+        if filters.parent_id is not None:
+            pool = self._children.get(filters.parent_id, [])
         elif root_id is not None:
             root = self._records.get(root_id)
             pool = [root_id, *(r.id for r in self.descendants(root_id))] if root else []

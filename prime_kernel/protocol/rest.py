@@ -37,7 +37,9 @@ _U, _K = "user", "kernel"
 
 ROUTES: list[Route] = [
     # sessions
-    Route("GET", "/sessions", _U, "List sessions: ?state=, ?root=, ?limit=, ?changed_after="),
+    Route(
+        "GET", "/sessions", _U, "List sessions: ?state=, ?root=, ?parent=, ?limit=, ?changed_after="
+    ),
     Route("POST", "/sessions", _U, "Start a root agent session", "create_session"),
     Route("GET", "/sessions/{id}", _U, "One session's record"),
     Route("DELETE", "/sessions/{id}", _U, "Cancel a session and its subtree"),

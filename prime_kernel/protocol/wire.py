@@ -22,3 +22,5 @@ SCHEDULE_ID = r"[A-Za-z0-9_-]{1,64}"
 BLOB_ID = r"[A-Za-z0-9]{1,64}"
 # Longest single wait a kernel call may hold a request open; clients loop over waits.
 MAX_WAIT = 300.0
+# Integers in queries: ids and counts fit in SQLite's 64-bit integers.
+MAX_INT = 2**62

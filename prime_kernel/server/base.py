@@ -43,14 +43,12 @@ from ..daemon.store import Store
 from ..harness import Harness
 from ..protocol import rest
 from ..protocol.errors import InsufficientStorage, InvalidRequest, NotFound, PrimeError, Unavailable
-from ..protocol.wire import TOKEN_HEADER
+from ..protocol.wire import MAX_INT, TOKEN_HEADER
 
 AUTH_RESOURCE = "prime"
 _METHODS = ("get", "post", "put", "delete", "patch")
 # Deeper JSON is refused before it is validated (a validator recursing on it could overflow).
 MAX_DEPTH = 64
-# Integers in queries: ids and counts fit in SQLite's 64-bit integers.
-MAX_INT = 2**62
 
 
 # The daemon's services a handler calls, each in the settings as `prime_<name>` (put there by

@@ -9,15 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.errors import InvalidRequest
-from ..protocol.requests import SessionRequest
-from ..protocol.states import SessionState
+from ..protocol.requests import QUERY, SessionFilter, SessionRequest
 from ..protocol.wire import API, KERNEL_API, MAX_WAIT, SESSION_ID
 from .base import KernelHandler, UploadHandler, UserHandler
 
 ID = rf"(?P<session_id>{SESSION_ID})"
 # Longest answer repr kept (the kernel caps it too, but the kernel is not trusted).
 MAX_REPR_CHARS = 4000
-MAX_LIST = 100_000
 
 
 # -- people -----------------------------------------------------------------------------------
@@ -28,26 +26,11 @@ class SessionsHandler(UserHandler):
         return None
 
     async def get(self) -> None:
+        # Tornado's reading of each argument (decoded, control characters out, stripped).
+        filters = SessionFilter.from_query({q: self.get_arguments(q) for q in QUERY.values()})
         # Made as JSON text by the daemon: most entries are kept ready-made (daemon/listing.py).
-        text = self.listing.text(
-            states=self.states(),
-            root_id=self.get_argument("root", None),
-            limit=self.query_int("limit", low=1),
-            changed_after=self.query_int("changed_after"),
-        )
         self.set_header("Content-Type", "application/json")
-        self.finish(text)
-
-    def states(self) -> list[str] | None:
-        """The `state` arguments, each a state's name (any case), or None for all."""
-        names = [s.upper() for s in self.get_arguments("state") if s]
-        known = {s.value for s in SessionState}
-        bad = [n for n in names if n not in known]
-        if bad:
-            raise InvalidRequest(
-                f"unknown state {bad[0][:40]!r}; a state is one of {', '.join(sorted(known))}"
-            )
-        return names or None
+        self.finish(self.listing.text(filters))
 
     async def post(self) -> None:
         # A `context` given here (JSON from a person) is pickled and kept by admission.

@@ -75,6 +75,9 @@ def test_reading_commands_without_a_store_or_folder(cli: CLI, root: Path) -> Non
         one_line_error(cli(*command, root=root), 2, "no Prime store in")
     one_line_error(cli("sessions", root=root / "missing"), 2, "is not a folder")
     one_line_error(cli("run", "x", root=root / "missing"), 2, "is not a folder")
+    # The list's options are checked as the server checks its query (SessionFilter).
+    one_line_error(cli("sessions", "--state", "bogus", root=root), 2, "unknown state 'BOGUS'")
+    one_line_error(cli("sessions", "--limit", "0", root=root), 2, "limit must be an integer from 1")
 
 
 def test_help_lists_every_command(cli: CLI, root: Path) -> None:

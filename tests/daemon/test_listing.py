@@ -21,6 +21,7 @@ from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.daemon import Daemon
 from prime_kernel.daemon.listing import BRIEF_CHARS, Listing
 from prime_kernel.daemon.records import SessionRecord
+from prime_kernel.protocol.requests import SessionFilter
 from prime_kernel.protocol.states import TERMINAL, SessionKind, SessionState
 from tests.daemon.conftest import session
 
@@ -79,32 +80,46 @@ def test_changed_after_returns_what_changed_since_the_cursor(daemon: Daemon) -> 
     first = daemon.listing.list_sessions()
     assert ids(first) == [c.id, b.id, a.id]  # newest first
     cursor = first["cursor"]
-    nothing = daemon.listing.list_sessions(changed_after=cursor)
+    nothing = daemon.listing.list_sessions(SessionFilter(changed_after=cursor))
     assert nothing["sessions"] == [] and nothing["cursor"] == cursor
     assert nothing["epoch"] == first["epoch"]
 
     daemon.lifecycle.change(b, SessionState.DONE)
-    changed = daemon.listing.list_sessions(changed_after=cursor)
+    changed = daemon.listing.list_sessions(SessionFilter(changed_after=cursor))
     assert ids(changed) == [b.id]
     assert changed["sessions"][0]["state"] == "DONE"
     assert changed["cursor"] > cursor
     d = add(daemon, parent=a)
     # Since the first cursor: both, newest first; since the second: only the new one. A new
     # child changes its parent's view (children, usage) too.
-    assert ids(daemon.listing.list_sessions(changed_after=cursor)) == [d.id, b.id, a.id]
-    assert ids(daemon.listing.list_sessions(changed_after=changed["cursor"])) == [d.id, a.id]
-    # Filters combine with it.
-    assert ids(daemon.listing.list_sessions(changed_after=cursor, states=["DONE"])) == [
+    assert ids(daemon.listing.list_sessions(SessionFilter(changed_after=cursor))) == [
         d.id,
         b.id,
         a.id,
     ]
-    assert ids(daemon.listing.list_sessions(changed_after=cursor, root_id=a.id)) == [d.id, a.id]
-    assert ids(daemon.listing.list_sessions(changed_after=cursor, limit=1)) == [d.id]
+    assert ids(daemon.listing.list_sessions(SessionFilter(changed_after=changed["cursor"]))) == [
+        d.id,
+        a.id,
+    ]
+    # Filters combine with it.
+    assert ids(
+        daemon.listing.list_sessions(
+            SessionFilter(changed_after=cursor, states=frozenset({SessionState.DONE}))
+        )
+    ) == [
+        d.id,
+        b.id,
+        a.id,
+    ]
+    assert ids(daemon.listing.list_sessions(SessionFilter(changed_after=cursor, root_id=a.id))) == [
+        d.id,
+        a.id,
+    ]
+    assert ids(daemon.listing.list_sessions(SessionFilter(changed_after=cursor, limit=1))) == [d.id]
     # Every change after a list is in the next list asked with its cursor.
     last = daemon.listing.list_sessions()["cursor"]
     c.update(answer_repr="42")
-    assert ids(daemon.listing.list_sessions(changed_after=last)) == [c.id]
+    assert ids(daemon.listing.list_sessions(SessionFilter(changed_after=last))) == [c.id]
 
 
 def test_a_cursor_is_only_good_for_its_epoch(tmp_path: Path) -> None:
@@ -124,7 +139,10 @@ def test_a_cursor_is_only_good_for_its_epoch(tmp_path: Path) -> None:
         assert after["epoch"] != before["epoch"]
         assert after["cursor"] < before["cursor"]
         assert ids(after) == [a.id]
-        assert second.listing.list_sessions(changed_after=after["cursor"])["sessions"] == []
+        assert (
+            second.listing.list_sessions(SessionFilter(changed_after=after["cursor"]))["sessions"]
+            == []
+        )
     finally:
         asyncio.run(second.store.close())
 
@@ -214,34 +232,29 @@ def test_indexes_agree_with_a_plain_filter(daemon: Daemon) -> None:
     registry = daemon.registry
     order = {r.id: i for i, r in enumerate(records)}
 
-    def plain(**f: Any) -> list[str]:
+    def plain(f: SessionFilter) -> list[str]:
         out = [
             r
             for r in records
-            if (f.get("states") is None or r.state.value in f["states"])
-            and (f.get("root_id") is None or r.root_id == f["root_id"])
-            and (f.get("parent_id") is None or r.parent_id == f["parent_id"])
-            and (f.get("changed_after") is None or registry.changed_at(r.id) > f["changed_after"])
+            if (not f.states or r.state in f.states)
+            and (f.root_id is None or r.root_id == f.root_id)
+            and (f.parent_id is None or r.parent_id == f.parent_id)
+            and (f.changed_after is None or registry.changed_at(r.id) > f.changed_after)
         ]
         out.sort(key=lambda r: order[r.id], reverse=True)
-        return [r.id for r in out][: f.get("limit")]
+        return [r.id for r in out][: f.limit]
 
     roots = [r.id for r in records if r.parent_id is None][:5]
+    ended = frozenset({SessionState.DONE, SessionState.FAILED, SessionState.CANCELLED})
     for states, root_id, parent_id, changed_after, limit in itertools.product(
-        [None, ["RUNNING"], ["DONE", "FAILED", "CANCELLED"]],
+        [frozenset(), frozenset({SessionState.RUNNING}), ended],
         [None, *roots[:2]],
         [None, roots[0]],
         [None, *cursors[-3:]],
         [None, 7],
     ):
-        f = {
-            "states": states,
-            "root_id": root_id,
-            "parent_id": parent_id,
-            "changed_after": changed_after,
-            "limit": limit,
-        }
-        assert [r.id for r in registry.select(**f)] == plain(**f), f
+        f = SessionFilter(states, root_id, parent_id, limit, changed_after)
+        assert [r.id for r in registry.select(f)] == plain(f), f
     for record in records:
         open_below = any(not r.terminal for r in [record, *registry.descendants(record.id)])
         assert registry.settled(record.id) is not open_below

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from prime_kernel.daemon.accounting import Accounting
+from prime_kernel.protocol.requests import SessionFilter
 
 from .conftest import session, spend
 
@@ -14,7 +15,7 @@ def test_changed_after_includes_ancestors_whose_subtree_changed(accounts: Accoun
     session(accounts, "other", None)
     cursor = registry.version
     spend(child, 10)  # the root's subtree usage changed too
-    assert {r.id for r in registry.select(changed_after=cursor)} == {"k", "r"}
+    assert {r.id for r in registry.select(SessionFilter(changed_after=cursor))} == {"k", "r"}
     cursor = registry.version
     root.update(name="renamed")
-    assert [r.id for r in registry.select(changed_after=cursor)] == ["r"]
+    assert [r.id for r in registry.select(SessionFilter(changed_after=cursor))] == ["r"]

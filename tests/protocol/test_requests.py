@@ -1,15 +1,28 @@
 """`SessionRequest` is the one definition of a session's creation arguments: the JSON Schemas of
-the request bodies list the same fields, and a request survives its trip as a body."""
+the request bodies list the same fields, and a request survives its trip as a body. `SessionFilter`
+is the one definition of a list's filters: read from a query, checked, and written as one."""
 
 from __future__ import annotations
 
 import json
+import re
+import urllib.parse
 from pathlib import Path
 
 import pytest
 
 from prime_kernel.protocol.errors import InvalidRequest
-from prime_kernel.protocol.requests import FIELDS, NO_CONTEXT, RENAMED, SessionRequest
+from prime_kernel.protocol.requests import (
+    FIELDS,
+    NO_CONTEXT,
+    QUERY,
+    RENAMED,
+    SessionFilter,
+    SessionRequest,
+)
+from prime_kernel.protocol.rest import ROUTES
+from prime_kernel.protocol.states import SessionState
+from prime_kernel.protocol.wire import MAX_INT
 
 SCHEMAS = Path(__file__).parents[2] / "prime_kernel" / "protocol" / "schemas"
 
@@ -44,3 +57,49 @@ def test_a_field_under_its_old_name_is_read_as_the_new_one() -> None:
         SessionRequest.from_json({"prompt": "p", "spec": "a", "subagent": "b"})
     schema = json.loads((SCHEMAS / "create_session.json").read_text())
     assert schema["properties"]["spec"]["deprecated"] is True
+
+
+def test_a_filter_from_a_query_and_back() -> None:
+    query = "state=done&state=Running&state=&root=r1&parent=p1&limit=5&changed_after=0&token=x"
+    filters = SessionFilter.from_query(urllib.parse.parse_qs(query, keep_blank_values=True))
+    assert filters == SessionFilter(
+        frozenset({SessionState.DONE, SessionState.RUNNING}),
+        root_id="r1",
+        parent_id="p1",
+        limit=5,
+        changed_after=0,
+    )
+    assert SessionFilter.from_query(urllib.parse.parse_qs(filters.to_query())) == filters
+    # Blank values are no filter; a name given twice counts once, its last value.
+    blank = {"state": [" "], "root": [""], "limit": ["", " "], "changed_after": [""]}
+    assert SessionFilter.from_query(blank) == SessionFilter() == SessionFilter.from_query({})
+    assert SessionFilter().to_query() == ""
+    assert SessionFilter.from_query({"limit": ["3", "9"], "root": ["a", "b"]}) == SessionFilter(
+        root_id="b", limit=9
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"state": ["done", "bogus"]}, "unknown state 'BOGUS'; a state is one of ADMITTED, "),
+        ({"limit": ["1e3"]}, "limit must be an integer, not '1e3'"),
+        ({"limit": ["0"]}, f"limit must be an integer from 1 to {MAX_INT}"),
+        ({"limit": [str(MAX_INT + 1)]}, f"limit must be an integer from 1 to {MAX_INT}"),
+        ({"changed_after": ["-1"]}, f"changed_after must be an integer from 0 to {MAX_INT}"),
+        ({"changed_after": ["nan"]}, "changed_after must be an integer, not 'nan'"),
+    ],
+)
+def test_a_bad_query_says_what_is_wrong(query: dict[str, list[str]], message: str) -> None:
+    with pytest.raises(InvalidRequest, match=re.escape(message)):
+        SessionFilter.from_query(query)
+
+
+def test_a_filter_made_in_code_is_checked_too() -> None:
+    with pytest.raises(InvalidRequest, match="limit must be an integer from 1"):
+        SessionFilter(limit=0)
+    with pytest.raises(InvalidRequest, match="changed_after must be an integer from 0"):
+        SessionFilter(changed_after=True)
+    # The query names are what the REST API documents.
+    route = next(r for r in ROUTES if (r.method, r.path) == ("GET", "/sessions"))
+    assert set(re.findall(r"\?(\w+)=", route.summary)) == set(QUERY.values())

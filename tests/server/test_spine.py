@@ -245,6 +245,23 @@ async def test_rest_api(daemon, jp_fetch, script):
     await daemon.runs.wait(sid, 60)
     listed = json.loads((await jp_fetch("api", "prime", "sessions")).body)["sessions"]
     assert sid in [s["id"] for s in listed]
+
+    async def ids(*query: tuple[str, str]) -> list[str]:
+        resp = await jp_fetch("api", "prime", "sessions", params=list(query))
+        return [s["id"] for s in json.loads(resp.body)["sessions"]]
+
+    # The query's filters (protocol/requests.py SessionFilter) reach the daemon's list.
+    assert await ids(("state", "done"), ("state", "RUNNING"), ("root", sid)) == [sid]
+    assert await ids(("state", "FAILED"), ("root", sid)) == []
+    assert await ids(("parent", sid)) == [] and await ids(("limit", "1")) == [listed[0]["id"]]
+    for query, message in [
+        (("state", "bogus"), "unknown state 'BOGUS'"),
+        (("limit", "0"), "limit must be an integer from 1"),
+        (("changed_after", "x"), "changed_after must be an integer, not 'x'"),
+    ]:
+        with pytest.raises(HTTPClientError) as e:
+            await ids(query)
+        assert e.value.code == 400 and message in json.loads(e.value.response.body)["message"]
     assert json.loads((await jp_fetch("api", "prime", "sessions", sid)).body)["answer_repr"] == "7"
     again = json.loads((await jp_fetch("api", "prime", "sessions", sid, method="DELETE")).body)
     assert again["already_ended"] is True and again["cancelled"] == []
