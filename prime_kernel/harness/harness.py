@@ -84,9 +84,12 @@ class Harness(LoggingConfigurable):
         help="Seconds a refinement's model call may take; then it is stopped and the "
         "refinement fails, changing nothing (0: c.ModelRouter.model_timeout only).",
     )
-    refine_reply_tokens = Int(1200, config=True, help="Most tokens a refinement's reply may have.")
+    # Together they bound a refinement's time on a CPU, where the whole prompt is read before the
+    # reply is written token by token: at 4,000 and 1,200, 2 of 20 of bench_refine's
+    # refinements on the default model took over 60 s.
+    refine_reply_tokens = Int(800, config=True, help="Most tokens a refinement's reply may have.")
     refine_prompt_tokens = Int(
-        4000,
+        2500,
         config=True,
         help="Most tokens of a refinement's prompt (also bounded by the model's window): the "
         "evidence of the sessions furthest down the list is left out first. On a CPU every "
