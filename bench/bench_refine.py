@@ -73,11 +73,15 @@ async def bench(app: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
         )
         seconds = time.perf_counter() - start_time
         valid = record["status"] not in ("invalid", "failed")
+        usage = record.get("usage") or {}
         rows.append({"status": record["status"], "valid": valid, "seconds": seconds})
         error = f" — {record.get('error')}" if record.get("error") else ""
+        # Where the time went: the prompt is read first, then the reply written token by token.
         print(
             f"  try {i + 1:>2}: {record['status']:<9} {seconds:5.1f}s "
-            f"{len(record.get('reply') or ''):>5} characters{error}",
+            f"{len(record.get('reply') or ''):>5} characters, "
+            f"{usage.get('prompt_tokens', '?')} prompt and "
+            f"{usage.get('completion_tokens', '?')} reply tokens{error}",
             flush=True,
         )
     return rows

@@ -103,8 +103,10 @@ class AgentLoop:
         self.failure = ""
         # A person interrupted the last reply as it streamed (Daemon.interrupt).
         self.interrupted = False
-        # The code of the profile's worked examples this session was shown (profile.no_copies).
+        # The code of the profile's worked examples this session was shown, and of the learned
+        # ones recalled for it (profile.no_copies).
         self.example_code: list[str] = []
+        self.recalled_code: list[str] = []
 
     def start_messages(self, about: str = "") -> None:
         """The conversation's start; `about`: what the profile's `look` said about `context`."""
@@ -127,10 +129,12 @@ class AgentLoop:
             # nearest come last), so the prompt does not grow: every token of it is read.
             examples = profile.examples(record.prompt, bool(record.context_type))[2 * len(worked) :]
             if profile.no_copies:
-                # Only the cookbook's: a recalled example may be this very task, solved right.
+                # A recalled example may be this very task, solved right: copying it is no copy
+                # (copies_example: every value of its code is then in the task).
                 self.example_code = [
                     code for m in examples[1::2] for code in policy.code_blocks(m["content"])
                 ]
+                self.recalled_code = [e.code for e in worked]
             for e in worked:
                 examples += [
                     {
@@ -275,9 +279,15 @@ class AgentLoop:
         return True
 
     def copied_example(self, code: str) -> bool:
-        """(profile.no_copies) Whether `code` copies a shown example's whole; if so, that
+        """(profile.no_copies) Whether `code` copies a shown example's whole; if so, a cookbook
         example is hidden from the model from now on, or it copies it again."""
         task = self.live.record.prompt
+        if any(policy.copies_example(code, e, task) for e in self.recalled_code):
+            # A learned example stays shown: it is right code for this kind of task with a
+            # similar task's values (the default model copied a learned example's list whole),
+            # and the retry is told to use this task's own; without it the model is back to the
+            # cookbook, which had not solved the task.
+            return True
         if not any(policy.copies_example(code, e, task) for e in self.example_code):
             return False
         messages = self.live.conversation.messages

@@ -38,6 +38,10 @@ from ..protocol.errors import InvalidEntry
 OUTCOMES = ("right", "wrong")
 _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 _WORD = re.compile(r"[a-z][a-z0-9_]*")
+# Quoted text in a task is its data, like its numbers: 'Reverse the words of "keep calm"' is the
+# same kind of task whatever is quoted (its words made a sibling task's example fall below
+# min_coverage).
+_QUOTED = re.compile(r"(?<!\w)(?:'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”)(?!\w)")
 # Words that say nothing about what a task is (numbers are dropped too: two variants of one
 # task differ in their numbers, not their kind).
 STOP = frozenset(
@@ -105,9 +109,10 @@ B = 0.75
 
 
 def terms(text: str) -> list[str]:
-    """The words of a task that say what kind of task it is (lowercase, plurals folded)."""
+    """The words of a task that say what kind of task it is (lowercase, plurals folded; not
+    what it quotes)."""
     out = []
-    for word in _WORD.findall(text.lower()):
+    for word in _WORD.findall(_QUOTED.sub(" ", text.lower())):
         if word in STOP or len(word) < 2:
             continue
         if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):

@@ -162,7 +162,7 @@ _small_system = _system_after(SMALL_SETUP)
 
 
 def _small_examples(task: str, has_context: bool) -> Messages:
-    return _as_messages(cookbook.closest(task, SMALL_EXAMPLES))
+    return _as_messages(cookbook.closest(task, SMALL_EXAMPLES, context=has_context))
 
 
 def _as_messages(examples: list[cookbook.Example]) -> Messages:

@@ -188,3 +188,14 @@ def test_a_broken_example_is_refused_and_not_recalled(harness: Harness):
     path.write_text(path.read_text().replace("outcome: right", "outcome: maybe"))
     harness.list()
     assert recall(harness, "days between two dates") == []
+
+
+def test_quoted_text_is_data_not_the_kind_of_task(harness: Harness):
+    assert examples.terms("Reverse the words of 'keep calm and carry on'.") == ["reverse", "word"]
+    assert examples.terms("It's Sam's \"big\" day") == ["sam", "day"]
+    # A sibling task quoting other words is recalled (their words no longer count against it).
+    example(
+        harness, "reverse", "Reverse the order of the words in the sentence 'one small step'.", "a"
+    )
+    task = "Reverse the order of the words in the sentence 'keep calm and carry on'."
+    assert [e.id for e in recall(harness, task)] == ["reverse"]

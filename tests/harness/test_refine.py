@@ -435,6 +435,7 @@ async def test_the_prompt_leaves_the_reply_room_in_the_models_window(daemon: Dae
     daemon.refiner.refine_model = scripted.register_script(
         "small_window", [play], context_window=3000
     )
+    daemon.harness.refine_reply_tokens = 1200  # leaves room for some of the evidence, not all
     record = await daemon.refiner.refine(session_ids=sids)
     assert record["status"] == "empty"
     assert 0 < len(record["evidence"]) < len(sids)  # what the model was shown, no more

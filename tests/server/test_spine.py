@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from prime_kernel.daemon import policy
 from prime_kernel.models import profiles
 from prime_kernel.protocol.requests import SessionRequest
 from tests.conftest import RAW_REQUEST, agent_records, events, grant_capability, wait_for
@@ -314,3 +315,60 @@ async def test_the_coder_profile_has_convert_in_its_repl(
     cells = await daemon.store.events(result["id"], kinds=["cell"])
     assert result["state"] == "DONE", [c["data"]["code"] for c in cells]
     assert float(result["answer_repr"]) == 63 * 2.54
+
+
+async def test_a_learned_example_copied_whole_is_refused_and_stays_shown(
+    daemon: Any, script: Callable[..., str], monkeypatch: Any
+) -> None:
+    learned = "answer(sorted([61, 152, 140, 34])[-2])"
+    daemon.harness.create(
+        "example",
+        "second-largest",
+        title="What is the second largest number in the list [61, 152, 140, 34]?",
+        content=f"```python\n{learned}\n```\n",
+        metadata={
+            "task": "What is the second largest number in the list [61, 152, 140, 34]?",
+            "outcome": "right",
+            "answer": "140",
+        },
+    )
+    task = "What is the second largest number in the list [39, 7, 120, 88]?"
+    own = "answer(sorted([39, 7, 120, 88])[-2])"
+    sent: list[list[dict[str, Any]]] = []
+
+    def turn(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        sent.append(messages)
+        retrying = "example's code" in messages[-2]["content"]
+        return {"text": f"{own}\n" if retrying else f"{learned}\n"}
+
+    model = script([turn] * 5, tools=False)
+    monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
+    record = await daemon.admission.create_session(SessionRequest(task, model=model))
+    result = await daemon.runs.wait(record["id"], 120)
+    assert result["state"] == "DONE" and result["answer_repr"] == "88", result["error"]
+    # The copy never ran (its answer would have been the example's: 140) ...
+    cells = await daemon.store.events(result["id"], kinds=["cell"])
+    assert [c["data"]["code"] for c in cells[1:]] == [own]
+    assert policy.copied_example_text() in sent[1][-2]["content"]
+    # ... and the learned example is still shown, the last before the task.
+    shown = [m["content"] for m in sent[1] if m.get("name") == "example"]
+    assert len(shown) == 2 * profiles.CODER_EXAMPLES and learned in shown[-1]
+
+
+async def test_a_learned_example_of_the_very_task_may_be_copied(
+    daemon: Any, script: Callable[..., str], monkeypatch: Any
+) -> None:
+    task = "What is the second largest number in the list [61, 152, 140, 34]?"
+    learned = "answer(sorted([61, 152, 140, 34])[-2])"
+    daemon.harness.create(
+        "example",
+        "second-largest",
+        title=task,
+        content=f"```python\n{learned}\n```\n",
+        metadata={"task": task, "outcome": "right", "answer": "140"},
+    )
+    model = script([{"text": f"{learned}\n"}] * 2, tools=False)
+    monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
+    record = await daemon.admission.create_session(SessionRequest(task, model=model))
+    result = await daemon.runs.wait(record["id"], 120)
+    assert result["state"] == "DONE" and result["answer_repr"] == "140", result["error"]
