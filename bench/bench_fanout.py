@@ -8,7 +8,7 @@ One run measures, on this machine and at this load (printed with each phase):
 
 - floor: a bare jupyter_client kernel start + wait_for_ready (no daemon, no sandbox);
 - per launcher ("fork": `c.LocalLauncher.fork = True`; "plain": every kernel from its
-  command; "gateway": `c.Daemon.gateway_url`, every kernel started by a real
+  command; "gateway": `c.KernelPlacement.gateway_url`, every kernel started by a real
   `jupyter-kernel-gateway` on loopback with this checkout's Prime kernelspec, from its command
   and unsandboxed, as tests/gateway/ run it), each in a real server of its own (the
   `prime-agent run` code path, default settings: pool of 2, 4 sessions at once, 4
@@ -227,7 +227,7 @@ def worker(args: argparse.Namespace) -> None:
             gateway.start()
             # public_url: the server's own URL (its default), loopback like the gateway.
             argv += [
-                f"--Daemon.gateway_url={gateway.url}",
+                f"--KernelPlacement.gateway_url={gateway.url}",
                 f"--GatewayLauncher.auth_token={GATEWAY_TOKEN}",
             ]
         try:

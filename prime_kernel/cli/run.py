@@ -201,13 +201,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.public_url and not args.gateway:
         raise CLIError("--public-url goes with --gateway")
     for value, option, key in (
-        (args.gateway, "--gateway", "gateway_url"),
-        (args.public_url, "--public-url", "public_url"),
+        (args.gateway, "--gateway", "KernelPlacement.gateway_url"),
+        (args.public_url, "--public-url", "GatewayLauncher.public_url"),
     ):
         if value:
             if not value.startswith(("http://", "https://")):
                 raise CLIError(f"{option} wants an http(s) URL, not {value!r}")
-            args.config.append(f"Daemon.{key}={value}")
+            args.config.append(f"{key}={value}")
     job = Job(request=request, server_argv=inputs.config_argv(args.config))
     info = find_server(str(root))
     if info is not None:

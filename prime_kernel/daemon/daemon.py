@@ -28,7 +28,7 @@ from .autonomy import Autonomy
 from .custody import KernelCustody
 from .disk import DiskSpace
 from .events import EventLog
-from .gateway import GatewayLauncher
+from .gateway import GatewayLauncher, KernelPlacement
 from .goals import Goals
 from .host import Host
 from .launcher import KernelLauncher, KernelLink, LocalLauncher
@@ -59,37 +59,12 @@ class Daemon(LoggingConfigurable):
     store_dir = Unicode(
         "", config=True, help="Where the SQLite store and blobs live (default: <root>/.prime)."
     )
-    kernel_name = Unicode(
-        "prime-agent", config=True, help="Kernelspec that agent sessions are started from."
-    )
     max_concurrent = Int(4, config=True, help="Sessions taking turns at once; the rest queue.")
     router_class = Type(
         ModelRouter, klass=ModelRouter, config=True, help="The model router (litellm) to use."
     )
     harness_class = Type(Harness, config=True, help="The Continual Harness implementation.")
     store_class = Type(SqliteStore, klass=Store, config=True, help="The store implementation.")
-    kernel_launcher_class = Type(
-        LocalLauncher,
-        klass=KernelLauncher,
-        config=True,
-        help="Where agent kernels run: LocalLauncher (kernels of this server, forked from a "
-        "template; see c.LocalLauncher) or another KernelLauncher.",
-    )
-
-    gateway_url = Unicode(
-        "",
-        config=True,
-        help="Start agent kernels on this Jupyter Kernel Gateway or Enterprise Gateway "
-        "(http(s)://host:port) instead of locally; notebooks stay local. Auth and more: "
-        "c.GatewayLauncher (see docs/gateway.md).",
-    )
-    public_url = Unicode(
-        "",
-        config=True,
-        help="This server's URL as the gateway's kernels reach it (http(s)://host:port/base/): "
-        "they call the daemon there, with their session's token. Default: the URL the server "
-        "listens on (right when the gateway runs on this host).",
-    )
 
     kernel_manager = Instance(AsyncMultiKernelManager, allow_none=True)
     url = Unicode("", help="Base URL kernels call back to (set by the server adapter).")
@@ -335,7 +310,18 @@ class Daemon(LoggingConfigurable):
             self.kernel_manager = AsyncMultiKernelManager()
         # Agents work in the root (their relative paths, exports included, land there).
         root = str(Path(self.root_dir).resolve())
-        self.launcher = self._make_launcher()
+        # What the Prime provisioner connects the kernels it launches with (provisioner.py).
+        self.link = KernelLink(
+            self.url, self.tokens, self.root_dir, self.store_dir, self.admission.max_blob_bytes
+        )
+        self.launcher = KernelPlacement(parent=self).launcher(
+            link=self.link,
+            kernel_manager=self.kernel_manager,
+            tokens=self.tokens,
+            start_timeout=self.custody.kernel_start_timeout,
+            server_url=self.server_url,
+            secret=self.secrets.add,
+        )
         await self.launcher.start()
         await self.recovery.reap_kernels(self.launcher)
         pool = self.custody.start(
@@ -349,29 +335,6 @@ class Daemon(LoggingConfigurable):
         self.schedules.start()  # after resume(): ticks go to the sessions it took back
         self.spawn(self.listing.prepare(), "prepare-lists")
         self._started.set()
-
-    def _make_launcher(self) -> KernelLauncher:
-        # What the Prime provisioner connects the kernels it launches with (provisioner.py).
-        self.link = KernelLink(
-            self.url, self.tokens, self.root_dir, self.store_dir, self.admission.max_blob_bytes
-        )
-        common = {
-            "parent": self,
-            "link": self.link,
-            "kernel_manager": self.kernel_manager,
-            "kernel_name": self.kernel_name,
-            "start_timeout": self.custody.kernel_start_timeout,
-        }
-        if self.gateway_url:
-            public_url = self.public_url or self.server_url
-            gateway = GatewayLauncher(
-                url=self.gateway_url, public_url=public_url, tokens=self.tokens, **common
-            )
-            # Never recorded: what the gateway authenticates us with.
-            self.secrets.add(gateway.auth_token, *gateway.headers.values())
-            return gateway
-        launcher: KernelLauncher = self.kernel_launcher_class(**common)
-        return launcher
 
     async def stop(self) -> None:
         """A clean stop: what runs is stopped and left resumable, REPLs are snapshotted."""
@@ -389,6 +352,10 @@ class Daemon(LoggingConfigurable):
 # The classes whose settings a daemon reads: itself and the services it builds.
 SERVICES: tuple[type[LoggingConfigurable], ...] = (
     Daemon,
+    KernelPlacement,
+    KernelLauncher,
+    LocalLauncher,
+    GatewayLauncher,
     KernelCustody,
     Admission,
     Runs,

@@ -1,4 +1,5 @@
-"""Agent kernels on a Jupyter Kernel Gateway or Enterprise Gateway (`c.Daemon.gateway_url`).
+"""Agent kernels on a Jupyter Kernel Gateway or Enterprise Gateway
+(`c.KernelPlacement.gateway_url`), and `KernelPlacement`, which chooses the daemon's launcher.
 
 Only the daemon's agent kernels move: notebooks stay kernels of the server, whose own
 `GatewayClient` is never switched on. `GatewayLauncher` drives each remote kernel through the
@@ -7,9 +8,9 @@ gateway's REST API (start, interrupt, restart, shutdown: /api/kernels) and its w
 `KernelRunner` a client with the same few methods a jupyter_client one has.
 
 A remote kernel cannot be handed a pipe: it gets its boot document (the daemon's URL as seen
-from the gateway's kernels, `c.Daemon.public_url`, and the capability token minted for it) in
-the `KERNEL_PRIME_BOOT` variable of the start request's `env`, which both gateways pass on to
-the kernel (they forward `KERNEL_*` variables). The kernel takes it out of its environment at
+from the gateway's kernels, `c.GatewayLauncher.public_url`, and the capability token minted for
+it) in the `KERNEL_PRIME_BOOT` variable of the start request's `env`, which both gateways pass on
+to the kernel (they forward `KERNEL_*` variables). The kernel takes it out of its environment at
 boot (prime_kernel/kernel/boot.py); the token is never logged nor recorded here.
 
 How a remote kernel ends is what the websocket and the gateway say: the socket closing (the
@@ -30,20 +31,23 @@ import secrets
 import signal
 import urllib.parse
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from jupyter_client.jsonutil import json_default
+from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from jupyter_client.session import Session
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.simple_httpclient import HTTPTimeoutError
 from tornado.websocket import WebSocketClientConnection, websocket_connect
-from traitlets import Bool, Dict, Float, Instance, Unicode, default
+from traitlets import Bool, Dict, Float, Instance, Type, Unicode, default
+from traitlets.config import LoggingConfigurable
 
 from ..protocol.errors import KernelsUnavailable
 from ..protocol.wire import BOOT_ENV
 from .access import TokenRegistry
-from .launcher import KernelLauncher, describe_exit
+from .launcher import KernelLauncher, KernelLink, LocalLauncher, describe_exit
 
 log = logging.getLogger(__name__)
 
@@ -207,19 +211,24 @@ class _Remote:
 
 
 class GatewayLauncher(KernelLauncher):
-    """Agent kernels on a Kernel Gateway or Enterprise Gateway. Set `c.Daemon.gateway_url`
-    to use it; configure as `c.GatewayLauncher.<trait>`."""
+    """Agent kernels on a Kernel Gateway or Enterprise Gateway. Set
+    `c.KernelPlacement.gateway_url` to use it; configure as `c.GatewayLauncher.<trait>`."""
 
-    url = Unicode(help="The gateway's base URL (set from c.Daemon.gateway_url).")
+    url = Unicode(help="The gateway's base URL (set from c.KernelPlacement.gateway_url).")
     public_url = Unicode(
-        help="The daemon's URL as the gateway's kernels reach it (set from c.Daemon.public_url)."
+        "",
+        config=True,
+        help="This server's URL as the gateway's kernels reach it (http(s)://host:port/base/): "
+        "they call the daemon there, with their session's token. Default: the URL the server "
+        "listens on (right when the gateway runs on this host).",
     )
+    server_url = Unicode(help="The URL the server listens on (set by the daemon).")
     tokens = Instance(TokenRegistry)
     remote_kernel_name = Unicode(
         "",
         config=True,
         help="The kernelspec agent kernels start from on the gateway (it must run "
-        "`python -m prime_kernel.kernel`). Default: c.Daemon.kernel_name.",
+        "`python -m prime_kernel.kernel`). Default: c.KernelLauncher.kernel_name.",
     )
     auth_token = Unicode(
         config=True,
@@ -263,16 +272,17 @@ class GatewayLauncher(KernelLauncher):
         self._http = AsyncHTTPClient()
 
     async def start(self) -> None:
+        self.public_url = self.public_url or self.server_url
         if not self.public_url.startswith(("http://", "https://")):
             raise ValueError(
-                "c.Daemon.public_url must be the http(s) URL of this server as the gateway's "
-                f"kernels reach it, not {self.public_url!r}"
+                "c.GatewayLauncher.public_url must be the http(s) URL of this server as the "
+                f"gateway's kernels reach it, not {self.public_url!r}"
             )
 
     def unreachable(self) -> str:
         """The URL its kernels were given to reach the daemon, which must be one they reach."""
         return (
-            f" (c.Daemon.public_url, {self.public_url}, must be an address the gateway's "
+            f" (c.GatewayLauncher.public_url, {self.public_url}, must be an address the gateway's "
             "kernels can reach)"
         )
 
@@ -505,3 +515,52 @@ class GatewayLauncher(KernelLauncher):
         except KernelsUnavailable:  # down, or refusing us: try again at the next start
             return False
         return True
+
+
+class KernelPlacement(LoggingConfigurable):
+    """Where agent kernels run: on a gateway when `gateway_url` is set, else with
+    `kernel_launcher_class`. Configure as `c.KernelPlacement.<trait>`."""
+
+    gateway_url = Unicode(
+        "",
+        config=True,
+        help="Start agent kernels on this Jupyter Kernel Gateway or Enterprise Gateway "
+        "(http(s)://host:port) instead of locally; notebooks stay local. Auth, the server's "
+        "URL as its kernels reach it, and more: c.GatewayLauncher (see docs/gateway.md).",
+    )
+    kernel_launcher_class = Type(
+        LocalLauncher,
+        klass=KernelLauncher,
+        config=True,
+        help="Where agent kernels run without a gateway: LocalLauncher (kernels of this "
+        "server, forked from a template; see c.LocalLauncher) or another KernelLauncher.",
+    )
+
+    def launcher(
+        self,
+        *,
+        link: KernelLink | None,
+        kernel_manager: AsyncMultiKernelManager | None,
+        tokens: TokenRegistry,
+        start_timeout: float,
+        server_url: str,
+        secret: Callable[..., None],
+    ) -> KernelLauncher:
+        """The daemon's launcher (not started yet), reading its own settings
+        (`c.GatewayLauncher`, `c.LocalLauncher`, ...); `secret` is told the gateway's
+        credentials, which nothing may record."""
+        common: dict[str, Any] = {
+            "parent": self,
+            "link": link,
+            "kernel_manager": kernel_manager,
+            "start_timeout": start_timeout,
+        }
+        if self.gateway_url:
+            gateway = GatewayLauncher(
+                url=self.gateway_url, server_url=server_url, tokens=tokens, **common
+            )
+            # Never recorded: what the gateway authenticates us with.
+            secret(gateway.auth_token, *gateway.headers.values())
+            return gateway
+        launcher: KernelLauncher = self.kernel_launcher_class(**common)
+        return launcher

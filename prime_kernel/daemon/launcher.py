@@ -1,4 +1,5 @@
-"""Where the daemon's agent kernels run: the launcher seam (`c.Daemon.kernel_launcher_class`).
+"""Where the daemon's agent kernels run: the launcher seam
+(`c.KernelPlacement.kernel_launcher_class`, daemon/gateway.py).
 
 A launcher starts agent kernels and gives the daemon what it needs to drive them: a kernel id,
 a client, whether (and how) the kernel ended, interrupt / signal / restart / shutdown, and
@@ -102,7 +103,9 @@ class KernelLauncher(LoggingConfigurable):
 
     kernel_manager = Instance(AsyncMultiKernelManager)
     link = Instance(KernelLink, allow_none=True, help="What connects its kernels to the daemon.")
-    kernel_name = Unicode("prime-agent", help="The kernelspec agent kernels start from.")
+    kernel_name = Unicode(
+        "prime-agent", config=True, help="The kernelspec agent kernels start from."
+    )
     start_timeout = Float(120.0, help="Seconds a kernel may take to start.")
 
     # Whether `signal` reaches the kernel's process (SIGTERM, SIGKILL for a wedged kernel).

@@ -128,6 +128,10 @@ MOVED = {
             "max_blob_bytes",
         ),
         "Runs": ("loop_class",),
+        # Where agent kernels run: the launcher's choice, and what the launchers read.
+        "KernelPlacement": ("gateway_url", "kernel_launcher_class"),
+        "GatewayLauncher": ("public_url",),
+        "KernelLauncher": ("kernel_name",),
         "Mailbox": (
             "message_max_bytes",
             "max_pending_messages",

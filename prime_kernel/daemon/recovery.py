@@ -185,7 +185,7 @@ class Recovery(LoggingConfigurable):
                 else:
                     self.log.warning(
                         "kernel %s may still run on %s, which this server no longer uses "
-                        "(c.Daemon.gateway_url); shut it down there",
+                        "(c.KernelPlacement.gateway_url); shut it down there",
                         row["kernel_id"],
                         row["gateway"],
                     )

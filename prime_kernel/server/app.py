@@ -175,7 +175,8 @@ class PrimeApp(ExtensionApp):
             return  # it could not open: /api/prime/* says why
         self._kernel_socket = KernelSocket(self.serverapp)
         self.daemon.url = self._kernel_socket.start()
-        # Where kernels on a gateway call back by default (c.Daemon.public_url overrides it).
+        # Where kernels on a gateway call back by default (c.GatewayLauncher.public_url
+        # overrides it).
         self.daemon.server_url = self.serverapp.connection_url
         try:
             await self.daemon.start()

@@ -76,3 +76,25 @@ def test_the_collectors_settings_are_the_spills_now() -> None:
     check_daemon_settings(["Collector.spill_at_compaction=False", "Spills.spill_threshold=0"])
     with pytest.raises(CLIError, match=r"--config Collector\.spill_threshold wants an int"):
         check_daemon_settings(["Collector.spill_threshold=big"])
+
+
+def test_where_agent_kernels_run_is_passed_and_checked_where_it_lives() -> None:
+    argv = config_argv(
+        [
+            "Daemon.gateway_url=http://gw:8888",
+            "Daemon.public_url=http://me/",
+            "Daemon.kernel_name=k",
+        ]
+    )
+    assert argv == [
+        "--KernelPlacement.gateway_url=http://gw:8888",
+        "--GatewayLauncher.public_url=http://me/",
+        "--KernelLauncher.kernel_name=k",
+    ]
+    check_daemon_settings(
+        ["KernelPlacement.gateway_url=http://gw:8888", "LocalLauncher.fork=False"]
+    )
+    with pytest.raises(CLIError, match=r"--config GatewayLauncher\.validate_cert wants a boolean"):
+        check_daemon_settings(["GatewayLauncher.validate_cert=sometimes"])
+    with pytest.raises(CLIError, match="the KernelPlacement has no setting 'public_url'"):
+        check_daemon_settings(["KernelPlacement.public_url=http://me/"])

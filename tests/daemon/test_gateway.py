@@ -1,7 +1,7 @@
 """The gateway launcher against a fake gateway (a tornado app in the test's loop; a real one is
 end to end: tests/gateway/): what a kernel's start asks for, the kernel's token following the
 gateway's id, a leftover kernel stopped after a crash, and errors that name the gateway and
-what to check."""
+what to check; and the placement that chooses the daemon's launcher."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from tornado.httpserver import HTTPServer
 from tornado.web import Application, RequestHandler
+from traitlets.config import Config
 
 from prime_kernel.daemon.access import TokenRegistry
-from prime_kernel.daemon.gateway import GatewayLauncher
+from prime_kernel.daemon.gateway import GatewayLauncher, KernelPlacement
+from prime_kernel.daemon.launcher import KernelLauncher, LocalLauncher
 from prime_kernel.protocol.errors import KernelsUnavailable
 from prime_kernel.protocol.wire import BOOT_ENV
 
@@ -159,5 +162,46 @@ def test_an_unreachable_gateway_is_named() -> None:
         bad = GatewayLauncher(url=url, public_url="unix:/sock", tokens=TokenRegistry())
         with pytest.raises(ValueError, match="public_url must be the http"):
             await bad.start()
+
+    asyncio.run(run())
+
+
+def test_the_placement_builds_the_gateways_launcher_or_the_configured_one() -> None:
+    """A gateway URL: agent kernels on the gateway, reached back at the server's URL unless
+    `public_url` says otherwise, its credentials handed over as secrets; none: the launcher
+    class, LocalLauncher by default."""
+
+    async def run() -> None:
+        hidden: list[str | None] = []
+        build = {
+            "link": None,
+            "kernel_manager": AsyncMultiKernelManager(),
+            "tokens": TokenRegistry(),
+            "start_timeout": 5.0,
+            "server_url": "http://server:8888/",
+            "secret": lambda *values: hidden.extend(values),
+        }
+        config = Config(
+            {
+                "KernelPlacement": {"gateway_url": "http://gw:8888"},
+                "GatewayLauncher": {"auth_token": "s3", "headers": {"X-Proxy": "p4"}},
+                "KernelLauncher": {"kernel_name": "agents"},
+            }
+        )
+        gateway = KernelPlacement(config=config).launcher(**build)
+        assert isinstance(gateway, GatewayLauncher) and gateway.url == "http://gw:8888"
+        assert gateway.kernel_name == "agents" and gateway.start_timeout == 5.0
+        assert hidden == ["s3", "p4"]
+        await gateway.start()
+        assert gateway.public_url == "http://server:8888/"  # the default: the server's URL
+        config.GatewayLauncher.public_url = "http://public:80/"
+        gateway = KernelPlacement(config=config).launcher(**build)
+        await gateway.start()
+        assert gateway.public_url == "http://public:80/"
+
+        local = KernelPlacement().launcher(**build)
+        assert type(local) is LocalLauncher and local.kernel_name == "prime-agent"
+        plain = Config({"KernelPlacement": {"kernel_launcher_class": KernelLauncher}})
+        assert type(KernelPlacement(config=plain).launcher(**build)) is KernelLauncher
 
     asyncio.run(run())

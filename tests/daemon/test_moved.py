@@ -11,6 +11,8 @@ from traitlets import Int
 from traitlets.config import Config, LoggingConfigurable
 
 from prime_kernel.daemon.daemon import Daemon
+from prime_kernel.daemon.gateway import GatewayLauncher, KernelPlacement
+from prime_kernel.daemon.launcher import KernelLauncher, LocalLauncher
 from prime_kernel.daemon.moved import relocate
 from prime_kernel.daemon.sandbox import KernelLimits, Sandbox, SandboxMounts
 
@@ -133,6 +135,34 @@ def test_the_collectors_settings_reach_the_spills_its_new_name(
     assert daemon.spills.spill_threshold == 5 and daemon.spills.snapshot_cap == 7
     assert daemon.snapshots.cap() == 7  # read through the spills
     assert "c.Collector.spill_threshold is deprecated: use c.Spills.spill_threshold" in caplog.text
+
+
+def test_where_agent_kernels_run_is_the_placements_and_the_launchers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = Config(
+        {
+            "Daemon": {
+                "gateway_url": "http://gw:8888",
+                "public_url": "http://me:8888/",
+                "kernel_name": "agents",
+            }
+        }
+    )
+    with caplog.at_level(logging.WARNING):
+        daemon = Daemon(root_dir=str(tmp_path), config=old, kernel_launcher_class=KernelLauncher)
+    placement = KernelPlacement(parent=daemon)
+    assert placement.gateway_url == "http://gw:8888"
+    assert placement.kernel_launcher_class is KernelLauncher
+    assert GatewayLauncher(parent=placement).public_url == "http://me:8888/"
+    assert LocalLauncher(parent=placement).kernel_name == "agents"
+    for note in (
+        "c.Daemon.gateway_url is deprecated: use c.KernelPlacement.gateway_url",
+        "c.Daemon.public_url is deprecated: use c.GatewayLauncher.public_url",
+        "c.Daemon.kernel_name is deprecated: use c.KernelLauncher.kernel_name",
+        "Daemon(kernel_launcher_class=...) is deprecated",
+    ):
+        assert note in caplog.text
 
 
 def test_a_parent_relocates_from_the_config_only() -> None:

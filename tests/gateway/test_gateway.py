@@ -1,5 +1,6 @@
-"""Agent kernels on a real Jupyter Kernel Gateway (c.Daemon.gateway_url): they run there, call
-the daemon back over HTTP with their session's token, are interrupted, cancelled and lost."""
+"""Agent kernels on a real Jupyter Kernel Gateway (c.KernelPlacement.gateway_url): they run
+there, call the daemon back over HTTP with their session's token, are interrupted, cancelled
+and lost."""
 
 from __future__ import annotations
 
@@ -243,7 +244,7 @@ class TestUnreachablePublicURL:
         record = await state_of(daemon, sid, "FAILED", "DONE")
         assert record["state"] == "FAILED"
         assert f"cannot reach the Prime daemon at {public_url}" in record["error"]
-        assert "c.Daemon.public_url" in record["error"]
+        assert "c.GatewayLauncher.public_url" in record["error"]
 
 
 @pytest.mark.timeout(300)
