@@ -385,7 +385,8 @@ class GatewayLauncher(KernelLauncher):
             "unpickle_allow": list(
                 self.config.get("PrimeProvisioner", {}).get("unpickle_allow", [])
             ),
-            "unpickle_max_bytes": getattr(self.parent, "max_blob_bytes", None),
+            # The largest value the daemon admits as a blob: the kernel unpickles no more.
+            "unpickle_max_bytes": self.link.max_blob_bytes if self.link is not None else None,
         }
         body = {
             "name": self.remote_kernel_name or self.kernel_name,

@@ -19,7 +19,7 @@ from traitlets.config import Config
 
 from prime_kernel.daemon.access import TokenRegistry
 from prime_kernel.daemon.gateway import GatewayLauncher, KernelPlacement
-from prime_kernel.daemon.launcher import KernelLauncher, LocalLauncher
+from prime_kernel.daemon.launcher import KernelLauncher, KernelLink, LocalLauncher
 from prime_kernel.protocol.errors import KernelsUnavailable
 from prime_kernel.protocol.wire import BOOT_ENV
 
@@ -107,6 +107,7 @@ def test_a_start_sends_the_boot_document_and_the_token_follows_the_gateways_id(
         boot = json.loads(env[BOOT_ENV])
         assert boot["url"] == "http://daemon.example:8888/" and boot["agent"] is True
         assert launcher.tokens.kernel_for(boot["token"]) == "g1"
+        assert boot["unpickle_max_bytes"] == 1234  # the daemon's blob limit, as a local kernel's
         assert launcher.record("g1") == {
             "pid": None,
             "connection_file": None,
@@ -116,6 +117,7 @@ def test_a_start_sends_the_boot_document_and_the_token_follows_the_gateways_id(
 
     on_gateway(
         test,
+        link=KernelLink("http://daemon.example:8888/", TokenRegistry(), "/r", "/r/.prime", 1234),
         auth_token="s3",
         remote_kernel_name="remote-py",
         env={"KERNEL_NAMESPACE": "agents"},
