@@ -111,8 +111,12 @@ async def test_a_killed_kernel_is_seen_dead(daemon):
 async def test_interrupt_and_restart(daemon):
     runner, km = await forked_kernel(daemon)
     try:
-        task = asyncio.ensure_future(runner.execute("import time\ntime.sleep(60)", timeout=60))
-        await wait_for(lambda: disposition(kernel_pid(km)) == "caught", 20)  # the cell runs
+        # The cell says when it runs: SIGINT is caught from the moment the kernel takes the
+        # request, and one that lands in ipykernel's own code before the cell loses the reply.
+        started = Path(daemon.root_dir, "cell-started")
+        code = f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(60)"
+        task = asyncio.ensure_future(runner.execute(code, timeout=60))
+        await wait_for(started.exists, 20, "the cell running")
         await runner.interrupt()
         result = await asyncio.wait_for(task, 20)
         assert any(o.get("ename") == "KeyboardInterrupt" for o in result.outputs)
