@@ -83,7 +83,9 @@ class PrimeApp(ExtensionApp):
         # the records' loading and the sandbox's probe.
         preloading = threading.Thread(target=preload, name="import-litellm", daemon=True)
         preloading.start()
-        kernel_manager.use_for(serverapp.kernel_manager)
+        unconnected = kernel_manager.use_for(serverapp.kernel_manager)
+        if unconnected:
+            self.log.warning("Prime: %s", unconnected)
         # jupyter_client makes it at the first kernel start, on the event loop, reading the
         # entry points of every installed distribution (a fifth of a second on a busy machine).
         KernelProvisionerFactory.instance(parent=serverapp.kernel_manager)

@@ -23,8 +23,10 @@ from typing import Any
 
 from jupyter_client.provisioning import KernelProvisionerFactory
 from jupyter_events import EventLogger
+from jupyter_server.gateway.managers import GatewayKernelManager
 from jupyter_server.services.kernels.kernelmanager import ServerKernelManager
 from traitlets import default
+from traitlets.utils.importstring import import_item
 
 from ..daemon.launcher import LINK, KernelLink
 
@@ -77,8 +79,28 @@ class PrimeServerKernelManager(ServerKernelManager):
         return logger
 
 
-def use_for(multi_kernel_manager: Any) -> None:
+def use_for(multi_kernel_manager: Any) -> str:
     """Make `multi_kernel_manager` (the server's) create `PrimeServerKernelManager`s, unless it
-    was configured with a kernel manager class of its own."""
-    if getattr(multi_kernel_manager, "kernel_manager_class", None) == DEFAULT_CLASS:
+    was configured with a kernel manager class of its own; then what to warn of ('' if none).
+
+    A class of one's own that does not derive from ours passes no link: the notebooks on the
+    "Prime Agent" kernel would start unconnected, with nothing in the server's log to say why.
+    """
+    configured = getattr(multi_kernel_manager, "kernel_manager_class", None)
+    if configured == DEFAULT_CLASS:
         multi_kernel_manager.kernel_manager_class = f"{__name__}.PrimeServerKernelManager"
+        return ""
+    if not isinstance(configured, str):
+        return ""
+    cls = import_item(configured)
+    # A gateway's kernels run elsewhere, never through the Prime provisioner of this server.
+    if not isinstance(cls, type) or issubclass(
+        cls, (PrimeServerKernelManager, GatewayKernelManager)
+    ):
+        return ""
+    return (
+        f"the server's kernel_manager_class is {configured}, which does not derive from "
+        f"{__name__}.PrimeServerKernelManager: notebooks on the 'Prime Agent' kernel start "
+        "unconnected to the agent daemon (agent kernels are not affected); derive it from "
+        "PrimeServerKernelManager to connect them"
+    )
