@@ -13,6 +13,7 @@ from traitlets import Bool, Instance, Type
 
 from ..daemon.daemon import Daemon
 from ..daemon.events import SessionEvent
+from ..daemon.launcher import PROVISIONER
 from ..daemon.sandbox import NONE, Sandbox, activate, root_warning
 from ..models.router import preload
 from ..protocol.errors import PrimeError, Unavailable
@@ -138,7 +139,7 @@ class PrimeApp(ExtensionApp):
         if self.connect_all_kernels:
             factory = KernelProvisionerFactory.instance()
             self._default_provisioner = factory.default_provisioner_name
-            factory.default_provisioner_name = kernel_manager.PROVISIONER
+            factory.default_provisioner_name = PROVISIONER
         preloading.join()
         freeze_startup_objects()
 

@@ -15,7 +15,7 @@ from jupyter_client.provisioning import KernelProvisionerFactory
 from jupyter_server.services.kernels.kernelmanager import ServerKernelManager
 
 from prime_kernel.daemon.access import TokenRegistry
-from prime_kernel.daemon.launcher import LINK, KernelLink
+from prime_kernel.daemon.launcher import LINK, PROVISIONER, KernelLink
 from prime_kernel.server import kernel_manager
 from prime_kernel.server.kernel_manager import PrimeServerKernelManager
 
@@ -45,7 +45,7 @@ def test_prime_kernels_people_start_get_the_daemons_link(
     assert start("prime-agent", **{LINK: agent}) == {LINK: agent}  # the launcher's own
     # c.PrimeApp.connect_all_kernels: every kernel's provisioner is the Prime one.
     factory = KernelProvisionerFactory.instance()
-    monkeypatch.setattr(factory, "default_provisioner_name", kernel_manager.PROVISIONER)
+    monkeypatch.setattr(factory, "default_provisioner_name", PROVISIONER)
     assert start("python3") == {LINK: link}
     kernel_manager.connect(server, None)
     assert start("prime-agent") == {}
