@@ -181,17 +181,19 @@ class PrimeApp(ExtensionApp):
         # Where kernels on a gateway call back by default (c.GatewayLauncher.public_url
         # overrides it).
         self.daemon.server_url = self.serverapp.connection_url
+        # The Prime kernels people start call the daemon too (agent kernels get theirs as
+        # the daemon starts them), also those started while it starts (people's requests are
+        # served from now on).
+        kernel_manager.connect(self.serverapp.kernel_manager, self.daemon.make_link())
         try:
             await self.daemon.start()
         except Exception as e:
             self.log.exception("Prime: the agent daemon failed to start")
+            kernel_manager.connect(self.serverapp.kernel_manager, None)
             with contextlib.suppress(Exception):
                 await self.daemon.stop()
             self._unavailable(e)
             return
-        # The Prime kernels people start call the daemon too (agent kernels get theirs as
-        # the daemon starts them).
-        kernel_manager.connect(self.serverapp.kernel_manager, self.daemon.link)
         self.log.info("Prime daemon started; store at %s", self.daemon.store_dir)
 
     async def stop_extension(self) -> None:
