@@ -304,18 +304,25 @@ class Daemon(LoggingConfigurable):
         self._opened = True
         self.recovery.adopt()
 
+    def make_link(self) -> KernelLink:
+        """What the Prime provisioner connects the kernels it launches with (provisioner.py),
+        once `url` is known: the server connects its notebooks' kernels with it before `start`,
+        so that those started meanwhile are connected too (what they ask to change is answered
+        "starting, retry" until `start` has finished: server/base.py)."""
+        if self.link is None:
+            self.link = KernelLink(
+                self.url, self.tokens, self.root_dir, self.store_dir, self.admission.max_blob_bytes
+            )
+        return self.link
+
     async def start(self) -> None:
         self.open()
         if self.kernel_manager is None:
             self.kernel_manager = AsyncMultiKernelManager()
         # Agents work in the root (their relative paths, exports included, land there).
         root = str(Path(self.root_dir).resolve())
-        # What the Prime provisioner connects the kernels it launches with (provisioner.py).
-        self.link = KernelLink(
-            self.url, self.tokens, self.root_dir, self.store_dir, self.admission.max_blob_bytes
-        )
         self.launcher = KernelPlacement(parent=self).launcher(
-            link=self.link,
+            link=self.make_link(),
             kernel_manager=self.kernel_manager,
             tokens=self.tokens,
             start_timeout=self.custody.kernel_start_timeout,

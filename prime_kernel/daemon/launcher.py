@@ -25,10 +25,13 @@ from typing import Any, Protocol, cast
 
 from jupyter_client import AsyncKernelManager
 from jupyter_client.asynchronous.client import AsyncKernelClient
+from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
+from jupyter_client.provisioning import KernelProvisionerFactory
 from traitlets import Bool, Float, Instance, Unicode, default
 from traitlets.config import LoggingConfigurable
 
+from ..protocol.errors import Unavailable
 from .forkserver import ForkedProcess, ForkServer
 
 
@@ -71,6 +74,19 @@ class KernelClient(Protocol):
 # Prime provisioner (it receives start_kernel's keyword arguments in `pre_launch`, and again at
 # each restart of the kernel).
 LINK = "prime_link"
+# The Prime provisioner's name (its entry point, and the kernelspecs that name it).
+PROVISIONER = "prime-provisioner"
+
+
+def prime_provisioned(spec: Any) -> bool:
+    """Whether the Prime provisioner launches the kernels of kernelspec `spec` (None: the
+    default one), as jupyter_client picks it: the spec's own, else the factory's default."""
+    wanted = (spec.metadata if spec is not None else {}).get("kernel_provisioner") or {}
+    name = (
+        wanted.get("provisioner_name")
+        or KernelProvisionerFactory.instance().default_provisioner_name
+    )
+    return bool(name == PROVISIONER)
 
 
 class Tokens(Protocol):
@@ -108,6 +124,11 @@ class KernelLauncher(LoggingConfigurable):
     )
     start_timeout = Float(120.0, help="Seconds a kernel may take to start.")
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # The kernelspecs found to be launched by the Prime provisioner (`_check_provisioner`).
+        self._provisioned: set[str] = set()
+
     # Whether `signal` reaches the kernel's process (SIGTERM, SIGKILL for a wedged kernel).
     signals = True
 
@@ -125,10 +146,32 @@ class KernelLauncher(LoggingConfigurable):
         """Start an agent kernel working in `cwd`; its id, once its process runs (a
         `KernelRunner` then waits for it to answer)."""
         link = self.agent_link()
+        if link is not None:
+            self._check_provisioner()
         connect = {LINK: link} if link is not None else {}
         start = self.kernel_manager.start_kernel
         kernel_id = await maybe_await(start(kernel_name=self.kernel_name, cwd=cwd, **connect))
         return str(kernel_id)
+
+    def _check_provisioner(self) -> None:
+        """Refuse, saying why, a kernelspec whose kernels another provisioner launches: it
+        would hand the link on to the process it starts (a TypeError from Popen), and an agent
+        kernel that is not connected cannot work. Read once per kernelspec."""
+        name = self.kernel_name
+        if name in self._provisioned:
+            return
+        # None where no server set one: each kernel manager then makes its own, as here.
+        specs = self.kernel_manager.kernel_spec_manager or KernelSpecManager(
+            parent=self.kernel_manager
+        )
+        spec = specs.get_kernel_spec(name)
+        if not prime_provisioned(spec):
+            raise Unavailable(
+                f"agent kernels start from the kernelspec {name!r} (c.KernelLauncher.kernel_name),"
+                f" which the Prime provisioner does not launch: name {PROVISIONER!r} in its "
+                "kernel.json (metadata.kernel_provisioner.provisioner_name), or use 'prime-agent'"
+            )
+        self._provisioned.add(name)
 
     def manager(self, kernel_id: str) -> AsyncKernelManager:
         # get_kernel() is annotated with the blocking KernelManager; an async multi-kernel

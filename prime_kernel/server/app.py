@@ -13,6 +13,7 @@ from traitlets import Bool, Instance, Type
 
 from ..daemon.daemon import Daemon
 from ..daemon.events import SessionEvent
+from ..daemon.launcher import PROVISIONER
 from ..daemon.sandbox import NONE, Sandbox, activate, root_warning
 from ..models.router import preload
 from ..protocol.errors import PrimeError, Unavailable
@@ -83,7 +84,9 @@ class PrimeApp(ExtensionApp):
         # the records' loading and the sandbox's probe.
         preloading = threading.Thread(target=preload, name="import-litellm", daemon=True)
         preloading.start()
-        kernel_manager.use_for(serverapp.kernel_manager)
+        unconnected = kernel_manager.use_for(serverapp.kernel_manager)
+        if unconnected:
+            self.log.warning("Prime: %s", unconnected)
         # jupyter_client makes it at the first kernel start, on the event loop, reading the
         # entry points of every installed distribution (a fifth of a second on a busy machine).
         KernelProvisionerFactory.instance(parent=serverapp.kernel_manager)
@@ -136,7 +139,7 @@ class PrimeApp(ExtensionApp):
         if self.connect_all_kernels:
             factory = KernelProvisionerFactory.instance()
             self._default_provisioner = factory.default_provisioner_name
-            factory.default_provisioner_name = kernel_manager.PROVISIONER
+            factory.default_provisioner_name = PROVISIONER
         preloading.join()
         freeze_startup_objects()
 
@@ -178,17 +181,19 @@ class PrimeApp(ExtensionApp):
         # Where kernels on a gateway call back by default (c.GatewayLauncher.public_url
         # overrides it).
         self.daemon.server_url = self.serverapp.connection_url
+        # The Prime kernels people start call the daemon too (agent kernels get theirs as
+        # the daemon starts them), also those started while it starts (people's requests are
+        # served from now on).
+        kernel_manager.connect(self.serverapp.kernel_manager, self.daemon.make_link())
         try:
             await self.daemon.start()
         except Exception as e:
             self.log.exception("Prime: the agent daemon failed to start")
+            kernel_manager.connect(self.serverapp.kernel_manager, None)
             with contextlib.suppress(Exception):
                 await self.daemon.stop()
             self._unavailable(e)
             return
-        # The Prime kernels people start call the daemon too (agent kernels get theirs as
-        # the daemon starts them).
-        kernel_manager.connect(self.serverapp.kernel_manager, self.daemon.link)
         self.log.info("Prime daemon started; store at %s", self.daemon.store_dir)
 
     async def stop_extension(self) -> None:

@@ -21,18 +21,18 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from jupyter_client.provisioning import KernelProvisionerFactory
 from jupyter_events import EventLogger
+from jupyter_server.gateway.managers import GatewayKernelManager
 from jupyter_server.services.kernels.kernelmanager import ServerKernelManager
 from traitlets import default
+from traitlets.utils.importstring import import_item
 
-from ..daemon.launcher import LINK, KernelLink
+from ..daemon.launcher import LINK, KernelLink, prime_provisioned
 
 # The schema paths each event logger was given already (by any kernel manager of ours).
 _registered: weakref.WeakKeyDictionary[EventLogger, set[str]] = weakref.WeakKeyDictionary()
 
 DEFAULT_CLASS = "jupyter_server.services.kernels.kernelmanager.ServerKernelManager"
-PROVISIONER = "prime-provisioner"
 
 # The link each server's multi-kernel manager connects its Prime kernels with (`connect`).
 _links: weakref.WeakKeyDictionary[Any, KernelLink] = weakref.WeakKeyDictionary()
@@ -51,19 +51,9 @@ class PrimeServerKernelManager(ServerKernelManager):
     # Annotated `-> None` on jupyter_client's blocking KernelManager; async here, as its parent's.
     async def start_kernel(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
         link = _links.get(self.parent)
-        if link is not None and LINK not in kwargs and self._prime_provisioned():
+        if link is not None and LINK not in kwargs and prime_provisioned(self.kernel_spec):
             kwargs[LINK] = link
         await super().start_kernel(*args, **kwargs)
-
-    def _prime_provisioned(self) -> bool:
-        """Whether the Prime provisioner launches this kernel (as jupyter_client picks it)."""
-        spec = self.kernel_spec
-        wanted = (spec.metadata if spec is not None else {}).get("kernel_provisioner") or {}
-        name = (
-            wanted.get("provisioner_name")
-            or KernelProvisionerFactory.instance().default_provisioner_name
-        )
-        return bool(name == PROVISIONER)
 
     @default("event_logger")
     def _default_event_logger(self) -> EventLogger:
@@ -77,8 +67,28 @@ class PrimeServerKernelManager(ServerKernelManager):
         return logger
 
 
-def use_for(multi_kernel_manager: Any) -> None:
+def use_for(multi_kernel_manager: Any) -> str:
     """Make `multi_kernel_manager` (the server's) create `PrimeServerKernelManager`s, unless it
-    was configured with a kernel manager class of its own."""
-    if getattr(multi_kernel_manager, "kernel_manager_class", None) == DEFAULT_CLASS:
+    was configured with a kernel manager class of its own; then what to warn of ('' if none).
+
+    A class of one's own that does not derive from ours passes no link: the notebooks on the
+    "Prime Agent" kernel would start unconnected, with nothing in the server's log to say why.
+    """
+    configured = getattr(multi_kernel_manager, "kernel_manager_class", None)
+    if configured == DEFAULT_CLASS:
         multi_kernel_manager.kernel_manager_class = f"{__name__}.PrimeServerKernelManager"
+        return ""
+    if not isinstance(configured, str):
+        return ""
+    cls = import_item(configured)
+    # A gateway's kernels run elsewhere, never through the Prime provisioner of this server.
+    if not isinstance(cls, type) or issubclass(
+        cls, (PrimeServerKernelManager, GatewayKernelManager)
+    ):
+        return ""
+    return (
+        f"the server's kernel_manager_class is {configured}, which does not derive from "
+        f"{__name__}.PrimeServerKernelManager: notebooks on the 'Prime Agent' kernel start "
+        "unconnected to the agent daemon (agent kernels are not affected); derive it from "
+        "PrimeServerKernelManager to connect them"
+    )

@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
 from prime_kernel.daemon.access import TokenRegistry
@@ -18,6 +19,7 @@ from prime_kernel.daemon.launcher import (
     LocalLauncher,
     describe_exit,
 )
+from prime_kernel.protocol.errors import Unavailable
 
 LINKED = KernelLink("http://x/", TokenRegistry(), "/work", "/work/.prime", 1 << 20)
 
@@ -64,3 +66,16 @@ def test_how_a_kernel_ended_is_told() -> None:
     # A shell or bwrap around the kernel reports its signal as 128 + N.
     assert describe_exit(137) == "exit code 137: signal SIGKILL"
     assert describe_exit(-99) == "signal 99"  # no such signal: its number
+
+
+def test_a_kernelspec_the_prime_provisioner_does_not_launch_is_refused_with_the_fix() -> None:
+    manager = SeenManager()
+    launcher = KernelLauncher(kernel_manager=manager, link=LINKED, kernel_name="python3")
+    with pytest.raises(Unavailable, match=r"'python3' .* the Prime provisioner does not launch"):
+        asyncio.run(launcher.start_kernel(cwd="/w"))
+    assert manager.launches == []  # never handed an argument its provisioner does not know
+    # Not connected to a daemon: any kernelspec, as a plain kernel.
+    asyncio.run(
+        KernelLauncher(kernel_manager=manager, kernel_name="python3").start_kernel(cwd="/w")
+    )
+    assert manager.launches == [(None, "python3", "/w")]

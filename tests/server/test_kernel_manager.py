@@ -15,7 +15,7 @@ from jupyter_client.provisioning import KernelProvisionerFactory
 from jupyter_server.services.kernels.kernelmanager import ServerKernelManager
 
 from prime_kernel.daemon.access import TokenRegistry
-from prime_kernel.daemon.launcher import LINK, KernelLink
+from prime_kernel.daemon.launcher import LINK, PROVISIONER, KernelLink
 from prime_kernel.server import kernel_manager
 from prime_kernel.server.kernel_manager import PrimeServerKernelManager
 
@@ -45,7 +45,29 @@ def test_prime_kernels_people_start_get_the_daemons_link(
     assert start("prime-agent", **{LINK: agent}) == {LINK: agent}  # the launcher's own
     # c.PrimeApp.connect_all_kernels: every kernel's provisioner is the Prime one.
     factory = KernelProvisionerFactory.instance()
-    monkeypatch.setattr(factory, "default_provisioner_name", kernel_manager.PROVISIONER)
+    monkeypatch.setattr(factory, "default_provisioner_name", PROVISIONER)
     assert start("python3") == {LINK: link}
     kernel_manager.connect(server, None)
     assert start("prime-agent") == {}
+
+
+class Derived(PrimeServerKernelManager):
+    pass
+
+
+def test_a_kernel_manager_class_of_ones_own_is_kept_and_said_to_leave_notebooks_unconnected() -> (
+    None
+):
+    server = AsyncMultiKernelManager()
+    server.kernel_manager_class = kernel_manager.DEFAULT_CLASS
+    assert kernel_manager.use_for(server) == ""
+    assert server.kernel_manager_class.endswith(".PrimeServerKernelManager")
+    own = "jupyter_client.ioloop.AsyncIOLoopKernelManager"
+    server.kernel_manager_class = own
+    warning = kernel_manager.use_for(server)
+    assert server.kernel_manager_class == own  # kept
+    assert f"kernel_manager_class is {own}" in warning
+    assert "notebooks on the 'Prime Agent' kernel start unconnected" in warning
+    for fine in (f"{__name__}.Derived", "jupyter_server.gateway.managers.GatewayKernelManager"):
+        server.kernel_manager_class = fine
+        assert kernel_manager.use_for(server) == ""
