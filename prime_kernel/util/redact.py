@@ -53,7 +53,11 @@ LITELLM_ENV_KEYS = frozenset(
     }
 )
 
-_CONFIG_KEY = re.compile(r"(api_?key|token|secret|password|access_key|credentials?)$", re.I)
+# Also request headers given as settings (`model_kwargs={"extra_headers": {...}}`): the value of
+# an Authorization or X-Api-Key header is the credential itself.
+_CONFIG_KEY = re.compile(
+    r"(api[_-]?key|token|secret|password|access_key|credentials?|authorization)$", re.I
+)
 
 
 # Cached: the daemon reads the environment before every record it scrubs, and a process has few

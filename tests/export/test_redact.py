@@ -39,8 +39,19 @@ def test_config_values_under_key_like_names():
         "Daemon": {"model_kwargs": {"api_key": "k-1234567890", "temperature": 0.2}},
         "IdentityProvider": {"token": "t-1234567890"},
         "Other": [{"password": "p-1234567890"}, {"name": "not-a-secret"}],
+        "Host": {
+            "model_kwargs": {
+                "extra_headers": {"Authorization": "Bearer h-1234567890", "X-Api-Key": "x-123456"}
+            }
+        },
     }
-    assert config_secrets(config) == {"k-1234567890", "t-1234567890", "p-1234567890"}
+    assert config_secrets(config) == {
+        "k-1234567890",
+        "t-1234567890",
+        "p-1234567890",
+        "Bearer h-1234567890",
+        "x-123456",
+    }
 
 
 def test_redactor_replaces_everywhere_longest_first():

@@ -34,8 +34,9 @@ OWN_UIDS = {"first_uid": 100_000 + os.getpid() * 8, "uids": 8}
 @pytest.fixture
 def prime_config(prime_config: dict[str, Any]) -> dict[str, Any]:
     # An ended session's kernel goes at once (none kept for co-working), and its sandbox
-    # with it.
-    return {**prime_config, "keep_root_kernel": 0}
+    # with it; no kernel is started ahead, so none can take the bomb's uid once it is given
+    # back (the lowest free uid goes first) and pass for a survivor of the bomb.
+    return {**prime_config, "keep_root_kernel": 0, "pool_size": 0}
 
 
 @pytest.fixture(params=[True, False], ids=["forked", "exec"])
