@@ -300,7 +300,21 @@ def _remote(server: Server, job: Job, args: argparse.Namespace, root: Path) -> i
     return asyncio.run(main())
 
 
+# The signals that came before the session existed (see _remembered).
+_interrupted: list[int] = []
+
+
+def _remembered(signum: int, frame: Any) -> None:
+    """Ctrl-C (or SIGTERM) before the session exists: KeyboardInterrupt where the main thread
+    is, and remembered. Python drops an exception raised inside a weakref callback or a
+    `__del__` (a garbage collection may run one at any moment while the server is made), and
+    the command would then go on to start the session."""
+    _interrupted.append(signum)
+    raise KeyboardInterrupt
+
+
 def _headless(args: argparse.Namespace, root: Path, job: Job) -> int:
+    signal.signal(signal.SIGINT, _remembered)
     log = new_log(root)
     # The daemon of a `run` takes up only the session it is given (see the module docstring);
     # one warm kernel is enough for a single agent and leaves the CPU to its model.
@@ -354,11 +368,13 @@ async def _serve_and_follow(
 ) -> int:
     # Not the server's handlers (on a terminal, its Ctrl-C asks whether to shut down): until
     # the session is being followed, either signal stops the command before it starts one.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _remembered)
+    signal.signal(signal.SIGTERM, _remembered)
     app.write_server_info_file()
     stop = Stop()
     with _interrupts(stop):
+        if _interrupted:  # while the server was made, and dropped where it was raised
+            stop.request("interrupted")
         starting = asyncio.ensure_future(start_daemon(app))
         stopping = asyncio.ensure_future(stop.requested.wait())
         await asyncio.wait([starting, stopping], return_when=asyncio.FIRST_COMPLETED)
