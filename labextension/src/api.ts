@@ -19,6 +19,8 @@ import {
   Schedule,
   ScheduleList,
   Session,
+  SESSION_FILTER_QUERY,
+  SessionFilter,
   SessionList,
   TrajectoryEvent,
   Verification,
@@ -51,11 +53,21 @@ export class PrimeAPIError extends Error {
   }
 }
 
-function query(params: Record<string, string | number | undefined | null>): string {
+type QueryValue = string | number | undefined | null;
+
+/** A query string (with its `?`, or none): an array's name once per item, empty values left out. */
+function query(params: Record<string, QueryValue | readonly QueryValue[]>): string {
   const parts = Object.entries(params)
+    .flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((item: QueryValue) => [k, item] as const))
     .filter(([, v]) => v !== undefined && v !== null && v !== '')
     .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
   return parts.length ? `?${parts.join('&')}` : '';
+}
+
+/** A session list's query (GET /api/prime/sessions): each filter under its protocol name. */
+export function sessionListQuery(filter: SessionFilter): string {
+  const fields = Object.keys(SESSION_FILTER_QUERY) as (keyof SessionFilter)[];
+  return query(Object.fromEntries(fields.map(f => [SESSION_FILTER_QUERY[f], filter[f]])));
 }
 
 /** The message of an error reply: `message`, else `reason` or `error`, else the status. */
@@ -125,8 +137,8 @@ export class PrimeAPI implements IPrimeAPI {
    * The sessions, newest first, with a `cursor` and the daemon run's `epoch`; with
    * `changed_after` (an earlier cursor of the same epoch) only those changed since.
    */
-  listSessions(filters: { state?: string; root?: string; changed_after?: number } = {}): Promise<SessionList> {
-    return this.request<SessionList>(['sessions'], {}, query(filters));
+  listSessions(filter: SessionFilter = {}): Promise<SessionList> {
+    return this.request<SessionList>(['sessions'], {}, sessionListQuery(filter));
   }
 
   getSession(id: string): Promise<Session> {

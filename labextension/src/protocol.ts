@@ -764,3 +764,27 @@ export interface VerifyRequest {
   /** Why, or what the right answer is; kept with the verification. */
   note?: string;
 }
+
+/** Which sessions a list returns: those matching every filter given, newest first (the order they were admitted in), at most `limit` of them. */
+export interface SessionFilter {
+  /** In one of these states (empty: in any). */
+  states?: readonly SessionState[];
+  /** In the tree of this root (the root included). */
+  root_id?: string;
+  /** The children of this session. */
+  parent_id?: string;
+  /** At most this many (the newest). */
+  limit?: number;
+  /** Those whose view changed after this `cursor` of an earlier list of the same `epoch` (see SessionList). */
+  changed_after?: number;
+}
+
+/** Each SessionFilter field's name in the query of GET /api/prime/sessions (an array's name is
+ * repeated once per item). */
+export const SESSION_FILTER_QUERY: Readonly<Record<keyof SessionFilter, string>> = {
+  "states": "state",
+  "root_id": "root",
+  "parent_id": "parent",
+  "limit": "limit",
+  "changed_after": "changed_after"
+};

@@ -32,6 +32,7 @@ import type {
   ModelList,
   Schedule,
   Session,
+  SessionFilter,
   SessionList,
   SessionNotification,
   TrajectoryEvent,
@@ -72,7 +73,7 @@ export interface IPrimeAPI {
    * The sessions, newest first, with a `cursor` and the daemon run's `epoch`; with
    * `changed_after` (an earlier cursor of the same epoch) only those changed since.
    */
-  listSessions(filters?: { state?: string; root?: string; changed_after?: number }): Promise<SessionList>;
+  listSessions(filter?: SessionFilter): Promise<SessionList>;
   getSession(id: string): Promise<Session>;
   createSession(body: CreateSession): Promise<Session>;
   cancelSession(id: string): Promise<CancelResult>;

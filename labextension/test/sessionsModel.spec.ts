@@ -1,7 +1,7 @@
 import type { Event } from '@jupyterlab/services';
 import { Signal } from '@lumino/signaling';
 
-import { MODEL_DELTA_SCHEMA, Session, SESSION_EVENT_SCHEMA, SessionList } from '../src/protocol';
+import { MODEL_DELTA_SCHEMA, Session, SESSION_EVENT_SCHEMA, SessionFilter, SessionList } from '../src/protocol';
 import { SessionsModel, UPDATE_MEASURE } from '../src/sessionsModel';
 import type { IPrimeAPI, ISessionsChange } from '../src/tokens';
 import { S, U } from './fixtures';
@@ -19,7 +19,7 @@ class FakeDaemon {
 
   api(): IPrimeAPI {
     return {
-      listSessions: async (filters: { changed_after?: number } = {}): Promise<SessionList> => {
+      listSessions: async (filters: SessionFilter = {}): Promise<SessionList> => {
         this.calls.push(filters.changed_after);
         const after = filters.changed_after;
         const sessions = [...this.sessions.values()]

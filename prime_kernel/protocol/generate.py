@@ -10,17 +10,23 @@ stale, and a test runs that check. Stdlib only.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import enum
+import inspect
 import json
 import re
 import sys
+import types
+import typing
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from . import responses, rest
 from .errors import ERRORS
-from .events import EVENTS
-from .harness import ALIASES, DEPRECATED, KINDS
+from .events import EVENTS, EventKind
+from .harness import ALIASES, DEPRECATED, KINDS, HarnessKind
+from .requests import QUERY, SessionFilter
 from .states import TRANSITIONS, SessionKind, SessionState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,6 +129,60 @@ def _event_type() -> str:
     )
 
 
+# -- a dataclass -> TypeScript ----------------------------------------------------------------
+# The enums protocol.ts declares as types: a field of one is typed by its name.
+ENUMS: dict[type[enum.Enum], str] = {
+    SessionState: "SessionState",
+    SessionKind: "SessionKind",
+    EventKind: "EventKind",
+    HarnessKind: "HarnessKind",
+}
+
+
+def _hint_ts(hint: Any) -> str:
+    """A TypeScript type for a dataclass field's annotation: the kinds the protocol's dataclasses
+    use. A `None` in a union is left out: the field is then optional, and absent means None."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_hint_ts(a) for a in args if a is not type(None))
+    if origin in (frozenset, set, list) and args:
+        return f"readonly {_hint_ts(args[0])}[]"
+    if hint in ENUMS:
+        return ENUMS[hint]
+    simple = {str: "string", int: "number", float: "number", bool: "boolean"}
+    if hint in simple:
+        return simple[hint]
+    raise TypeError(f"no TypeScript type for {hint!r}: add it to generate._hint_ts")
+
+
+def _summary(cls: type) -> str:
+    """The first paragraph of a class's docstring, on one line."""
+    return " ".join(inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0].split())
+
+
+def _filter_fields() -> list[tuple[dataclasses.Field[Any], str]]:
+    """SessionFilter's fields, each with its TypeScript type."""
+    hints = typing.get_type_hints(SessionFilter)
+    return [(f, _hint_ts(hints[f.name])) for f in dataclasses.fields(SessionFilter)]
+
+
+def _filter_ts() -> str:
+    """`SessionFilter` and the query name of each of its fields (GET /api/prime/sessions)."""
+    lines = [f"/** {_summary(SessionFilter)} */", "export interface SessionFilter {"]
+    for f, kind in _filter_fields():
+        lines.append(f"  /** {f.metadata['description']} */")
+        lines.append(f"  {f.name}?: {kind};")
+    lines.append("}\n")
+    lines.append(
+        "/** Each SessionFilter field's name in the query of GET /api/prime/sessions (an array's "
+        "name is\n * repeated once per item). */"
+    )
+    lines.append(
+        _const("SESSION_FILTER_QUERY", QUERY, "Readonly<Record<keyof SessionFilter, string>>")
+    )
+    return "\n".join(lines)
+
+
 def _const(name: str, value: Any, kind: str) -> str:
     return f"export const {name}: {kind} = {json.dumps(value, indent=2)};\n"
 
@@ -207,6 +267,7 @@ def typescript() -> str:
     for name in rest.names():
         schema = rest.schema(name)
         out.append(_interface(_pascal(schema.get("title") or name), schema))
+    out.append(_filter_ts())
     return "\n".join(out)
 
 
@@ -284,6 +345,17 @@ def reference() -> str:
             (
                 (r.method, f"`{r.path}`", r.audience, f"`{r.body}`" if r.body else "-", r.summary)
                 for r in rest.ROUTES
+            ),
+        ),
+        "## Session list filters\n",
+        f"GET /api/prime/sessions takes these query arguments. {_summary(SessionFilter)} "
+        "An empty value is no filter; a state is repeated once per state, any other name given "
+        "twice counts once (its last value).\n",
+        _table(
+            ["query", "field", "type", "meaning"],
+            (
+                (f"`{QUERY[f.name]}`", f"`{f.name}`", f"`{kind}`", f.metadata["description"])
+                for f, kind in _filter_fields()
             ),
         ),
         "## Request bodies\n",

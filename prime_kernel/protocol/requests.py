@@ -102,18 +102,30 @@ class SessionFilter:
     """Which sessions a list returns: those matching every filter given, newest first (the order
     they were admitted in), at most `limit` of them.
 
-    `states`: in one of these (empty: in any); `root_id`: in that tree (the root included);
-    `parent_id`: that session's children; `changed_after`: whose view changed after that
-    `cursor` of an earlier list of the same `epoch` (see responses.LIST). In a query each is
-    `QUERY[field]`, `state` repeated once per state. Made with a bad value, it raises
-    InvalidRequest (a 400 from the API).
+    Each field says what it keeps in its metadata's "description" (the generator writes it into
+    protocol.ts and docs/reference.md). In a query each is `QUERY[field]`, `state` repeated once
+    per state. Made with a bad value, it raises InvalidRequest (a 400 from the API).
     """
 
-    states: frozenset[SessionState] = frozenset()
-    root_id: str | None = None
-    parent_id: str | None = None
-    limit: int | None = None
-    changed_after: int | None = None
+    states: frozenset[SessionState] = dataclasses.field(
+        default=frozenset(), metadata={"description": "In one of these states (empty: in any)."}
+    )
+    root_id: str | None = dataclasses.field(
+        default=None, metadata={"description": "In the tree of this root (the root included)."}
+    )
+    parent_id: str | None = dataclasses.field(
+        default=None, metadata={"description": "The children of this session."}
+    )
+    limit: int | None = dataclasses.field(
+        default=None, metadata={"description": "At most this many (the newest)."}
+    )
+    changed_after: int | None = dataclasses.field(
+        default=None,
+        metadata={
+            "description": "Those whose view changed after this `cursor` of an earlier list of "
+            "the same `epoch` (see SessionList)."
+        },
+    )
 
     def __post_init__(self) -> None:
         # The lowest value each count may take; ints fit SQLite's 64-bit integers.

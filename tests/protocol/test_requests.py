@@ -4,6 +4,7 @@ is the one definition of a list's filters: read from a query, checked, and writt
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import urllib.parse
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from prime_kernel.protocol import generate
 from prime_kernel.protocol.errors import InvalidRequest
 from prime_kernel.protocol.requests import (
     FIELDS,
@@ -103,3 +105,18 @@ def test_a_filter_made_in_code_is_checked_too() -> None:
     # The query names are what the REST API documents.
     route = next(r for r in ROUTES if (r.method, r.path) == ("GET", "/sessions"))
     assert set(re.findall(r"\?(\w+)=", route.summary)) == set(QUERY.values())
+
+
+def test_the_lab_extension_gets_the_filter_and_its_query_names_from_here() -> None:
+    # protocol.ts declares SessionFilter field by field and SESSION_FILTER_QUERY from QUERY, so
+    # the lab extension's list has no filter of its own (and `generate --check` keeps it fresh).
+    fields = dataclasses.fields(SessionFilter)
+    assert set(QUERY) == {f.name for f in fields}
+    assert all(f.metadata["description"] for f in fields)
+    ts = generate.typescript()
+    declared = ts[ts.index("export interface SessionFilter {") :]
+    assert "  states?: readonly SessionState[];" in declared
+    assert all(f"  {f.name}?: " in declared for f in fields)
+    query_map = declared[declared.index("export const SESSION_FILTER_QUERY") :]
+    assert query_map.startswith("export const SESSION_FILTER_QUERY: Readonly<Record<keyof ")
+    assert json.dumps(QUERY, indent=2) in query_map
