@@ -164,9 +164,9 @@ def check_daemon_settings(pairs: list[str]) -> None:
     is checked where it lives now."""
     from ..daemon.daemon import SERVICES
     from ..daemon.sandbox import KernelLimits, Sandbox, SandboxMounts
-    from ..daemon.spills import Spills
 
-    checked: list[type[Configurable]] = [*SERVICES, Spills, Sandbox, SandboxMounts, KernelLimits]
+    # The sandbox is the server's (server/app.py), not the daemon's.
+    checked: list[type[Configurable]] = [*SERVICES, Sandbox, SandboxMounts, KernelLimits]
     classes = {cls.__name__: cls for cls in checked}
     moved = _moved()
     for pair in pairs:

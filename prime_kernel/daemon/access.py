@@ -26,10 +26,9 @@ from ..protocol.states import SessionKind, SessionState
 from ..util.files import new_id
 from . import usage as usage_mod
 from .admission import Admission, cut
-from .events import EventLog
 from .records import SessionRecord
-from .registry import SessionRegistry
 from .session import LiveSession
+from .shared import Shared
 
 
 class TokenRegistry:
@@ -121,15 +120,14 @@ class Access:
 
     def __init__(
         self,
+        shared: Shared,
         *,
         tokens: TokenRegistry,
-        registry: SessionRegistry,
-        events: EventLog,
         admission: Admission,
     ) -> None:
         self.tokens = tokens
-        self.registry = registry
-        self.events = events
+        self.registry = shared.registry
+        self.events = shared.events
         self.admission = admission
         # A notebook's path from its kernel id (set by the server adapter; None: no server).
         self.kernel_path: Callable[[str], Awaitable[str | None]] | None = None

@@ -36,15 +36,12 @@ from ..protocol.requests import NO_CONTEXT, SessionRequest
 from ..protocol.states import SessionKind, SessionState
 from ..util.files import new_id
 from . import usage as usage_mod
-from .accounting import Accounting
 from .autonomy import Autonomy
-from .events import EventLog
 from .listing import Listing
 from .records import SessionRecord
-from .registry import SessionRegistry
 from .replay import Replays
 from .session import LiveSession
-from .store import Store
+from .shared import Shared
 
 
 class Admission(LoggingConfigurable):
@@ -88,29 +85,26 @@ class Admission(LoggingConfigurable):
 
     def __init__(
         self,
+        shared: Shared,
         *,
-        registry: SessionRegistry,
-        store: Store,
         router: ModelRouter,
         harness: Harness,
-        accounting: Accounting,
         autonomy: Autonomy,
         replays: Replays,
-        events: EventLog,
         listing: Listing,
         start: Callable[[LiveSession], None],
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.events = events
+        super().__init__(parent=shared.parent, **kwargs)
+        self.events = shared.events
         self.listing = listing
         # Starts an admitted session's run (Runs.start).
         self.start = start
-        self.registry = registry
-        self.store = store
+        self.registry = shared.registry
+        self.store = shared.store
         self.router = router
         self.harness = harness
-        self.accounting = accounting
+        self.accounting = shared.accounting
         self.autonomy = autonomy
         self.replays = replays
 

@@ -20,22 +20,18 @@ from typing import Any
 from ..protocol.errors import Forbidden, InvalidRequest, NotFound
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
-from .events import EventLog
 from .records import SessionRecord
-from .registry import SessionRegistry
 from .session import LiveSession
-from .store import Store
+from .shared import Shared
 
 PutBlob = Callable[[bytes | bytearray, str], Awaitable[str]]
 
 
 class Answers:
-    def __init__(
-        self, *, registry: SessionRegistry, store: Store, events: EventLog, put_blob: PutBlob
-    ) -> None:
-        self.registry = registry
-        self.store = store
-        self.events = events
+    def __init__(self, shared: Shared, *, put_blob: PutBlob) -> None:
+        self.registry = shared.registry
+        self.store = shared.store
+        self.events = shared.events
         # Keeps a blob once its size is checked (Admission.put_blob).
         self.put_blob = put_blob
         # Sessions that answered in their current run.

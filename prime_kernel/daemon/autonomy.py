@@ -38,13 +38,12 @@ from traitlets.config import LoggingConfigurable
 from ..protocol.errors import BudgetExceeded, InvalidRequest, PrimeError
 from ..protocol.events import EventKind
 from . import observation
-from .accounting import Accounting
 from .answers import Answers
-from .events import EventLog
 from .kernels import CellResult
 from .loop import TurnLimitReached
 from .observation import cap, render
 from .session import LiveSession
+from .shared import Shared
 
 MARKER = "PRIME_GATE "
 KEYS = ("gate", "gate_timeout", "max_continuations", "turns", "tokens", "seconds")
@@ -85,17 +84,16 @@ class Autonomy(LoggingConfigurable):
 
     def __init__(
         self,
+        shared: Shared,
         *,
-        accounting: Accounting,
-        events: EventLog,
         run_silent: Callable[[LiveSession, str, float], Awaitable[CellResult]],
         answers: Answers,
         workdir: Callable[[], str],
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.accounting = accounting
-        self.events = events
+        super().__init__(parent=shared.parent, **kwargs)
+        self.accounting = shared.accounting
+        self.events = shared.events
         self.run_silent = run_silent
         self.answers = answers
         self.workdir = workdir

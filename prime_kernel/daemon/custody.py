@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 from traitlets import Bool, Float, Int
@@ -31,18 +31,13 @@ from ..protocol.errors import PrimeError
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
 from .access import TokenRegistry
-from .events import EventLog
 from .kernels import CellResult, KernelPool, KernelRunner
 from .launcher import KernelLauncher
-from .lifecycle import Lifecycle
 from .observation import render
 from .records import SessionRecord
-from .registry import SessionRegistry
 from .session import LiveSession
+from .shared import Shared
 from .snapshots import Snapshots
-from .store import Store
-
-Spawn = Callable[[Coroutine[Any, Any, Any], str], "asyncio.Task[Any]"]
 
 # The child's context, as `context` in its REPL (kernel/primitives.py reads the blob).
 LOAD_CONTEXT = (
@@ -101,25 +96,21 @@ class KernelCustody(LoggingConfigurable):
 
     def __init__(
         self,
+        shared: Shared,
         *,
-        registry: SessionRegistry,
-        store: Store,
-        events: EventLog,
-        lifecycle: Lifecycle,
         tokens: TokenRegistry,
         snapshots: Snapshots,
-        spawn: Spawn,
         on_user_cell: Callable[[LiveSession, CellResult], None],
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.registry = registry
-        self.store = store
-        self.events = events
-        self.lifecycle = lifecycle
+        super().__init__(parent=shared.parent, **kwargs)
+        self.registry = shared.registry
+        self.store = shared.store
+        self.events = shared.events
+        self.lifecycle = shared.lifecycle
         self.tokens = tokens
         self.snapshots = snapshots
-        self.spawn = spawn
+        self.spawn = shared.spawn
         self.on_user_cell = on_user_cell
         self.pool: KernelPool | None = None
         # Ended roots whose kernels are kept for co-working, least recently ended first.

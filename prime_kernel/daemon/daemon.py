@@ -7,7 +7,6 @@ imports tornado.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from .replay import Replays
 from .runs import Runs
 from .schedules import Schedules
 from .secrets import Secrets
+from .shared import Shared
 from .slots import Slots
 from .snapshots import Snapshots
 from .spills import Spills
@@ -91,6 +91,10 @@ class Daemon(LoggingConfigurable):
         self.event_log = events = EventLog(store)
         self.accounting = accounting = Accounting(registry)
         self.lifecycle = lifecycle = Lifecycle(registry, events, accounting)
+        self.background = Background()
+        self.spawn = self.background.spawn
+        # What nearly every service is built with; each keeps only the pieces it reads.
+        shared = Shared(registry, store, events, accounting, lifecycle, self.spawn, parent=self)
         self.slots = Slots(self.max_concurrent)
         self.harness: Harness = self.harness_class(
             parent=self, project_dir=str(Path(self.store_dir) / "harness")
@@ -98,51 +102,28 @@ class Daemon(LoggingConfigurable):
         self.harness.scrub = secrets.scrub  # its files and history are a store too: one door
         self.replays = Replays(store, registry)
         self.disk = DiskSpace(self.root_dir, self.store_dir, store, parent=self)
-        self.goals = Goals(registry, events, parent=self)
-        self.background = Background()
-        self.spawn = self.background.spawn
+        self.goals = Goals(registry, events, parent=self)  # a StoreEditor builds one too
         # Kernels: a session's kernel, its REPL's snapshots, what its REPL keeps.
         self.snapshots = Snapshots(
-            store,
-            events,
-            lambda: self.custody.cell_timeout,
-            cap=lambda: self.spills.snapshot_cap,
+            store, events, lambda: self.custody.cell_timeout, cap=lambda: self.spills.snapshot_cap
         )
         self.custody = custody = KernelCustody(
-            registry=registry,
-            store=store,
-            events=events,
-            lifecycle=lifecycle,
+            shared,
             tokens=tokens,
             snapshots=self.snapshots,
-            spawn=self.spawn,
-            parent=self,
             on_user_cell=lambda live, cell: self.host.on_user_cell(live, cell),
         )
         self.spills = Spills(
-            store=store,
-            events=events,
-            run_silent=custody.run_silent,
-            timeout=lambda: custody.cell_timeout,
-            parent=self,
+            shared, run_silent=custody.run_silent, timeout=lambda: custody.cell_timeout
         )
         self.passivation = Passivation(
-            lifecycle,
+            shared,
             self.snapshots,
             custody.release,
-            self.spawn,
-            parent=self,
             before_save=lambda live: self.spills.auto_spill(live, "passivation"),
         )
         self.recovery = Recovery(
-            registry=registry,
-            store=store,
-            lifecycle=lifecycle,
-            events=events,
-            snapshots=self.snapshots,
-            release=custody.release,
-            revoke=tokens.revoke,
-            parent=self,
+            shared, snapshots=self.snapshots, release=custody.release, revoke=tokens.revoke
         )
         # Sessions: admitted, reached, answering, listed; their mail and heartbeats.
         self.listing = Listing(
@@ -154,81 +135,43 @@ class Daemon(LoggingConfigurable):
             epoch=new_id(),  # list cursors (`changed_after`) are only valid within this run
         )
         self.answers = answers = Answers(
-            registry=registry,
-            store=store,
-            events=events,
-            put_blob=lambda data, what: self.admission.put_blob(data, what),
+            shared, put_blob=lambda data, what: self.admission.put_blob(data, what)
         )
         self.autonomy = Autonomy(
-            accounting=accounting,
-            events=events,
+            shared,
             run_silent=custody.run_silent,
             answers=answers,
             workdir=lambda: str(Path(self.root_dir).resolve()),
-            parent=self,
         )
         self.admission = Admission(
-            registry=registry,
-            store=store,
+            shared,
             router=self.router,
             harness=self.harness,
-            accounting=accounting,
             autonomy=self.autonomy,
             replays=self.replays,
-            events=events,
             listing=self.listing,
             start=lambda live: self.runs.start(live),
-            parent=self,
         )
-        self.access = Access(
-            tokens=tokens, registry=registry, events=events, admission=self.admission
-        )
-        self.mailbox = Mailbox(
-            registry=registry,
-            store=store,
-            events=events,
-            slots=self.slots,
-            wake=lambda live: self.runs.wake(live),
-            parent=self,
-        )
+        self.access = Access(shared, tokens=tokens, admission=self.admission)
+        self.mailbox = Mailbox(shared, slots=self.slots, wake=lambda live: self.runs.wake(live))
         self.schedules = Schedules(
-            store=store,
-            registry=registry,
-            mailbox=self.mailbox,
-            events=events,
-            accounting=accounting,
-            spawn=self.spawn,
-            parent=self,
-            released=lambda session_id: self.runs.released(session_id),
+            shared, mailbox=self.mailbox, released=lambda session_id: self.runs.released(session_id)
         )
         self.refiner = Refiner(
-            registry=registry,
-            store=store,
-            events=events,
+            shared,
             harness=self.harness,
             router=self.router,
-            accounting=accounting,
             resolve_model=self.admission.resolve_model,
             model_kwargs=lambda: self.host.model_kwargs,
             max_turns=lambda: self.host.max_turns,
-            spawn=self.spawn,
-            parent=self,
         )
         self.learner = Learner(
-            registry=registry,
-            store=store,
-            events=events,
-            harness=self.harness,
-            max_turns=lambda: self.host.max_turns,
-            scrub=secrets.scrub,
-            spawn=self.spawn,
-            parent=self,
+            shared, harness=self.harness, max_turns=lambda: self.host.max_turns, scrub=secrets.scrub
         )
         # Runs: the agent loop's host, and what starts, wakes and settles a run.
         self.host = Host(
+            shared,
             router=self.router,
-            events=events,
-            accounting=accounting,
             custody=custody,
             snapshots=self.snapshots,
             passivation=self.passivation,
@@ -243,18 +186,13 @@ class Daemon(LoggingConfigurable):
             disk=self.disk,
             answers=answers,
             redactor=secrets.redactor,
-            turn_taken=lambda: self.refiner.turn_taken(),
+            turn_taken=self.refiner.turn_taken,
             waits_after_answer=lambda live: self.runs.waits_after_answer(live),
             unreachable=lambda: self.launcher.unreachable() if self.launcher else "",
-            parent=self,
         )
-        # Set once start() made the pool: the server takes requests before that (start runs
-        # after it listens and imports litellm), so sessions created early wait for it.
-        self._started = asyncio.Event()
         self.runs = Runs(
+            shared,
             host=self.host,
-            registry=registry,
-            lifecycle=lifecycle,
             slots=self.slots,
             custody=custody,
             snapshots=self.snapshots,
@@ -267,9 +205,6 @@ class Daemon(LoggingConfigurable):
             answers=answers,
             waits=self.schedules.keeps_alive,
             has_unread=self.mailbox.has_unread,
-            started=self._started,
-            spawn=self.spawn,
-            parent=self,
         )
         self.launcher: KernelLauncher | None = None
         self.link: KernelLink | None = None
@@ -292,7 +227,7 @@ class Daemon(LoggingConfigurable):
     @property
     def started(self) -> bool:
         """Whether the daemon runs sessions yet (it takes requests a few seconds earlier)."""
-        return self._started.is_set()
+        return self.runs.started.is_set()
 
     def open(self) -> None:
         """Open the store (refused if another daemon holds it) and load every record."""
@@ -341,7 +276,7 @@ class Daemon(LoggingConfigurable):
         self.runs.take_back(self.recovery.resume())
         self.schedules.start()  # after resume(): ticks go to the sessions it took back
         self.spawn(self.listing.prepare(), "prepare-lists")
-        self._started.set()
+        self.runs.started.set()
 
     async def stop(self) -> None:
         """A clean stop: what runs is stopped and left resumable, REPLs are snapshotted."""
@@ -364,12 +299,17 @@ SERVICES: tuple[type[LoggingConfigurable], ...] = (
     LocalLauncher,
     GatewayLauncher,
     KernelCustody,
+    Spills,
+    Passivation,
+    DiskSpace,
+    Goals,
     Admission,
     Runs,
     Mailbox,
+    Autonomy,
+    Schedules,
     Host,
     ModelRouter,
-    Passivation,
     Recovery,
     Harness,
     Refiner,

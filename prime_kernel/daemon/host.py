@@ -28,14 +28,12 @@ from ..models.router import Completion, ModelRouter
 from ..protocol.errors import Forbidden, PrimeError
 from ..protocol.events import EventKind
 from ..util.redact import Redactor
-from .accounting import Accounting
 from .admission import Admission
 from .answers import Answers
 from .autonomy import Autonomy
 from .compaction import compact_if_needed
 from .custody import KernelCustody
 from .disk import DiskSpace
-from .events import EventLog
 from .goals import Goals
 from .kernels import CellResult
 from .learning import Learner
@@ -45,6 +43,7 @@ from .passivation import Passivation
 from .prompt_cache import stable_length
 from .replay import Replays
 from .session import LiveSession
+from .shared import Shared
 from .snapshots import Snapshots
 from .spills import Spills
 from .streaming import ReplyStream
@@ -87,10 +86,9 @@ class Host(LoggingConfigurable):
 
     def __init__(
         self,
+        shared: Shared,
         *,
         router: ModelRouter,
-        events: EventLog,
-        accounting: Accounting,
         custody: KernelCustody,
         snapshots: Snapshots,
         passivation: Passivation,
@@ -110,10 +108,10 @@ class Host(LoggingConfigurable):
         unreachable: Callable[[], str],
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(parent=shared.parent, **kwargs)
         self.router = router
-        self.events = events
-        self.accounting = accounting
+        self.events = shared.events
+        self.accounting = shared.accounting
         self.custody = custody
         self.snapshots = snapshots
         self.passivation = passivation

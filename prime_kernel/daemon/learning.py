@@ -14,7 +14,7 @@ session and the verifier. A second verdict that differs withdraws what the first
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 from traitlets import Bool, Float, Int
@@ -27,10 +27,8 @@ from ..protocol.errors import Conflict, InvalidRequest, NotFound, PrimeError
 from ..protocol.events import EventKind
 from ..protocol.states import SessionKind, SessionState
 from .autonomy import describe
-from .events import EventLog
 from .records import SessionRecord
-from .registry import SessionRegistry
-from .store import Store
+from .shared import Shared
 
 # A verdict is about an answer a session gave and stands by: DONE, or IDLE (a persistent one).
 _VERIFIABLE = (SessionState.DONE, SessionState.IDLE)
@@ -67,24 +65,21 @@ class Learner(LoggingConfigurable):
 
     def __init__(
         self,
+        shared: Shared,
         *,
-        registry: SessionRegistry,
-        store: Store,
-        events: EventLog,
         harness: Harness,
         max_turns: Callable[[], int],
         scrub: Callable[[Any], Any],
-        spawn: Callable[[Coroutine[Any, Any, Any], str], Any],
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.registry = registry
-        self.store = store
-        self.events = events
+        super().__init__(parent=shared.parent, **kwargs)
+        self.registry = shared.registry
+        self.store = shared.store
+        self.events = shared.events
         self.harness = harness
         self.max_turns = max_turns
         self.scrub = scrub
-        self.spawn = spawn
+        self.spawn = shared.spawn
 
     async def verify(
         self, session_id: str, *, correct: bool = True, by: str = "user", note: str = ""

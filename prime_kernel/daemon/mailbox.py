@@ -34,12 +34,10 @@ from ..protocol.errors import (
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
 from ..util.files import new_id
-from .events import EventLog
 from .records import SessionRecord
-from .registry import SessionRegistry
 from .session import LiveSession
+from .shared import Shared
 from .slots import Slots
-from .store import Store
 
 USER = "user"
 GROUPS = {"parent": "parent", "children": "child", "siblings": "sibling"}
@@ -65,18 +63,16 @@ class Mailbox(LoggingConfigurable):
 
     def __init__(
         self,
+        shared: Shared,
         *,
-        registry: SessionRegistry,
-        store: Store,
-        events: EventLog,
         slots: Slots,
         wake: Callable[[LiveSession], None],
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.registry = registry
-        self.store = store
-        self.events = events
+        super().__init__(parent=shared.parent, **kwargs)
+        self.registry = shared.registry
+        self.store = shared.store
+        self.events = shared.events
         self.slots = slots
         self.wake = wake
         self._sent: dict[str, deque[float]] = {}  # sender -> times of its recent messages

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from traitlets import Float
 from traitlets.config import LoggingConfigurable
 
 from ..protocol.states import SessionState
-from .lifecycle import Lifecycle
 from .records import SessionRecord
 from .session import LiveSession
+from .shared import Shared
 from .snapshots import Snapshots
 
 log = logging.getLogger(__name__)
@@ -39,19 +39,18 @@ class Passivation(LoggingConfigurable):
 
     def __init__(
         self,
-        lifecycle: Lifecycle,
+        shared: Shared,
         snapshots: Snapshots,
         release_kernel: Callable[[LiveSession], Awaitable[None]],
-        spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]],
         before_save: Callable[[LiveSession], Awaitable[Any]] | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.lifecycle = lifecycle
+        super().__init__(parent=shared.parent, **kwargs)
+        self.lifecycle = shared.lifecycle
         self.before_save = before_save
         self.snapshots = snapshots
         self.release_kernel = release_kernel
-        self.spawn = spawn
+        self.spawn = shared.spawn
         self._locks: dict[str, asyncio.Lock] = {}
         self._timers: dict[str, asyncio.Task[None]] = {}
 

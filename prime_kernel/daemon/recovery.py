@@ -45,14 +45,11 @@ from ..protocol.states import SessionState
 from .policy import code_blocks
 from .records import SessionRecord
 from .session import LiveSession
+from .shared import Shared
 
 if TYPE_CHECKING:  # (`prime-agent sessions` reads `unattended` and imports nothing heavy)
-    from .events import EventLog
     from .launcher import KernelLauncher
-    from .lifecycle import Lifecycle
-    from .registry import SessionRegistry
     from .snapshots import Snapshots
-    from .store import Store
 
 RESTARTED = (
     "The daemon that ran this session stopped (a restart or a crash) and a new one took it up."
@@ -101,21 +98,18 @@ class Recovery(LoggingConfigurable):
 
     def __init__(
         self,
+        shared: Shared,
         *,
-        registry: SessionRegistry,
-        store: Store,
-        lifecycle: Lifecycle,
-        events: EventLog,
         snapshots: Snapshots,
         release: Callable[[LiveSession], Awaitable[None]],
         revoke: Callable[[str], None],
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.registry = registry
-        self.store = store
-        self.lifecycle = lifecycle
-        self.events = events
+        super().__init__(parent=shared.parent, **kwargs)
+        self.registry = shared.registry
+        self.store = shared.store
+        self.lifecycle = shared.lifecycle
+        self.events = shared.events
         self.snapshots = snapshots
         # Shuts a session's kernel down (KernelCustody.release); revokes a kernel's token.
         self.release = release

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 from traitlets import Bool, Float, Int, Unicode
@@ -23,12 +23,9 @@ from ..protocol.errors import PrimeError
 from ..protocol.events import EventKind
 from ..protocol.states import SessionState
 from ..util.format import clip
-from .accounting import Accounting
-from .events import EventLog
 from .records import SessionRecord
-from .registry import SessionRegistry
 from .session import LiveSession
-from .store import Store
+from .shared import Shared
 
 
 class Refiner(LoggingConfigurable):
@@ -63,32 +60,28 @@ class Refiner(LoggingConfigurable):
 
     def __init__(
         self,
+        shared: Shared,
         *,
-        registry: SessionRegistry,
-        store: Store,
-        events: EventLog,
         harness: Harness,
         router: ModelRouter,
-        accounting: Accounting,
         resolve_model: Callable[[str | None], str],
         model_kwargs: Callable[[], dict[str, Any]],
         max_turns: Callable[[], int],
-        spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]],
         **kwargs: Any,
     ) -> None:
         """`resolve_model(None)`: the daemon's default model; `model_kwargs()`: the extra
         arguments of every model call; `max_turns()`: the limit no spec may be raised above."""
-        super().__init__(**kwargs)
-        self.registry = registry
-        self.store = store
-        self.events = events
+        super().__init__(parent=shared.parent, **kwargs)
+        self.registry = shared.registry
+        self.store = shared.store
+        self.events = shared.events
         self.harness = harness
         self.router = router
-        self.accounting = accounting
+        self.accounting = shared.accounting
         self.resolve_model = resolve_model
         self.model_kwargs = model_kwargs
         self.max_turns = max_turns
-        self.spawn = spawn
+        self.spawn = shared.spawn
         self._turns = 0
         self._last_auto = 0.0
         self._auto: asyncio.Task[Any] | None = None

@@ -28,19 +28,16 @@ from .answers import Answers
 from .autonomy import Autonomy
 from .custody import KernelCustody
 from .disk import DiskSpace
-from .lifecycle import Lifecycle
 from .listing import Listing
 from .loop import AgentLoop, LoopHost, TurnLimitReached
 from .passivation import Passivation
 from .records import SessionRecord
 from .recovery import Recovery, Resumption
-from .registry import SessionRegistry
 from .replay import Replays
 from .session import LiveSession
+from .shared import Shared
 from .slots import Slots
 from .snapshots import Snapshots
-
-Spawn = Callable[[Coroutine[Any, Any, Any], str], "asyncio.Task[Any]"]
 
 
 class Runs(LoggingConfigurable):
@@ -50,10 +47,9 @@ class Runs(LoggingConfigurable):
 
     def __init__(
         self,
+        shared: Shared,
         *,
         host: LoopHost,
-        registry: SessionRegistry,
-        lifecycle: Lifecycle,
         slots: Slots,
         custody: KernelCustody,
         snapshots: Snapshots,
@@ -66,14 +62,12 @@ class Runs(LoggingConfigurable):
         waits: Callable[[str], bool],
         has_unread: Callable[[LiveSession], Coroutine[Any, Any, bool]],
         answers: Answers,
-        started: asyncio.Event,
-        spawn: Spawn,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(parent=shared.parent, **kwargs)
         self.host = host
-        self.registry = registry
-        self.lifecycle = lifecycle
+        self.registry = shared.registry
+        self.lifecycle = shared.lifecycle
         self.slots = slots
         self.custody = custody
         self.snapshots = snapshots
@@ -87,8 +81,11 @@ class Runs(LoggingConfigurable):
         self.waits = waits
         self.has_unread = has_unread
         self.answers = answers
-        self.started = started
-        self.spawn = spawn
+        # Set once the daemon's start() made the kernel pool: the server takes requests
+        # before that (start runs after it listens and imports litellm), so a session created
+        # early waits for it here.
+        self.started = asyncio.Event()
+        self.spawn = shared.spawn
 
     # -- a run ----------------------------------------------------------------------------
     def start(self, live: LiveSession) -> None:

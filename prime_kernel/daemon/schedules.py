@@ -29,7 +29,7 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,13 +51,10 @@ from ..util.format import fmt_interval
 from . import budget as budget_rules
 from . import cron as cron_mod
 from . import timespec
-from .accounting import Accounting
-from .events import EventLog
 from .mailbox import Mailbox
 from .records import SessionRecord
-from .registry import SessionRegistry
 from .session import LiveSession
-from .store import Store
+from .shared import Shared
 
 log = logging.getLogger(__name__)
 
@@ -187,23 +184,19 @@ class Schedules(LoggingConfigurable):
 
     def __init__(
         self,
+        shared: Shared,
         *,
-        store: Store,
-        registry: SessionRegistry,
         mailbox: Mailbox,
-        events: EventLog,
-        accounting: Accounting,
-        spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]],
         released: Callable[[str], None],
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.store = store
-        self.registry = registry
+        super().__init__(parent=shared.parent, **kwargs)
+        self.store = shared.store
+        self.registry = shared.registry
         self.mailbox = mailbox
-        self.events = events
-        self.accounting = accounting
-        self.spawn = spawn
+        self.events = shared.events
+        self.accounting = shared.accounting
+        self.spawn = shared.spawn
         # Told a session's id when the last schedule ticking to it ended (it may end too).
         self.released = released
         self._items: dict[str, Schedule] = {}

@@ -25,11 +25,10 @@ from traitlets.config import LoggingConfigurable
 from ..protocol.errors import NotFound
 from ..protocol.events import EventKind
 from . import observation
-from .events import EventLog
 from .kernels import CellResult
 from .moved import relocate
 from .session import LiveSession
-from .store import Store
+from .shared import Shared
 
 MARKER = "PRIME_GC "
 MiB = 1024 * 1024
@@ -66,21 +65,21 @@ class Spills(LoggingConfigurable):
 
     def __init__(
         self,
+        shared: Shared,
         *,
-        store: Store,
-        events: EventLog,
         run_silent: Callable[[LiveSession, str, float], Awaitable[CellResult]],
         timeout: Callable[[], float],
         **kwargs: Any,
     ) -> None:
         # Its own keyword arguments have the same names under both class names: only the
-        # config moves.
+        # config moves (the parent's, unless one is given).
+        kwargs["parent"] = shared.parent
         moved = relocate("Collector", MOVED, kwargs, arguments=False)
         super().__init__(**kwargs)
         for note in moved:
             self.log.warning(note)
-        self.store = store
-        self.events = events
+        self.store = shared.store
+        self.events = shared.events
         self.run_silent = run_silent
         self.timeout = timeout
 

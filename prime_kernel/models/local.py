@@ -35,7 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import weights
+from . import profiles, weights
 from .providers import ModelProvider
 from .weights import Weights
 
@@ -491,10 +491,12 @@ def _make_handler(litellm: ModuleType) -> Any:
 
 
 # The entry point `local` of the group `prime_kernel.model_providers` (pyproject.toml).
-# llama.cpp's grammars constrain a reply to a JSON schema.
+# llama.cpp's grammars constrain a reply to a JSON schema; a model not named in
+# profiles.PROFILES is prompted as a small one.
 model_provider = ModelProvider(
     register=register,
     check=check,
     models=lambda: [name for name in MODELS if available(name)],
     response_schema=True,
+    profile=profiles.SMALL,
 )

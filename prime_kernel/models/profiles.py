@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from . import cookbook, prompts
+from . import cookbook, prompts, providers
 
 Messages = list[dict[str, Any]]
 
@@ -247,13 +247,13 @@ CODER = replace(
     ),
 )
 
-# Models by exact name, then by provider prefix.
+# Models by exact name; the others by the profile their provider declares (providers.py).
 PROFILES: dict[str, Profile] = {"local/smollm2": SMALL, "local/qwen2.5-coder-0.5b": CODER}
-PROVIDER_PROFILES: dict[str, Profile] = {"local": SMALL}
 
 
 def profile_for(model: str) -> Profile:
     if model in PROFILES:
         return PROFILES[model]
-    provider = model.split("/", 1)[0] if "/" in model else ""
-    return PROVIDER_PROFILES.get(provider, DEFAULT)
+    prefix, slash, _ = model.partition("/")
+    provider = providers.installed().get(prefix) if slash else None
+    return provider.profile if provider is not None and provider.profile else DEFAULT

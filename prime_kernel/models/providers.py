@@ -21,7 +21,10 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .profiles import Profile
 
 GROUP = "prime_kernel.model_providers"
 
@@ -49,6 +52,10 @@ class ModelProvider:
     response_schema: bool = False
     # Whether a model caches only what `cache_control` breakpoints mark (as Claude does).
     breakpoints: Callable[[str], bool] = _never
+    # How the agent loop prompts its models (profiles.py), unless one is named there by its
+    # full name; None: as a hosted frontier model (`profiles.DEFAULT`). A small embedded
+    # model wants `profiles.SMALL`: short prompts, fenced code, brief errors.
+    profile: Profile | None = None
 
 
 def load(entry_points: Iterable[metadata.EntryPoint]) -> dict[str, ModelProvider]:

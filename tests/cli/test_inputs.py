@@ -42,6 +42,14 @@ def test_settings_are_checked_where_they_live_under_either_name() -> None:
         check_daemon_settings(["Daemon.model_timeout=soon"])
 
 
+def test_the_settings_of_every_service_the_daemon_builds_are_checked() -> None:
+    check_daemon_settings(["Goals.max_progress=3", "DiskSpace.min_free_bytes=0"])
+    with pytest.raises(CLIError, match=r"--config Schedules\.min_interval wants a float"):
+        check_daemon_settings(["Schedules.min_interval=often"])
+    with pytest.raises(CLIError, match="the Autonomy has no setting 'turn'"):
+        check_daemon_settings(["Autonomy.turn=3"])
+
+
 def test_the_harness_refiner_and_learner_settings_are_checked() -> None:
     check_daemon_settings(
         ["Harness.review_policy=auto", "Harness.refine_timeout=30", "Learner.examples_shown=2"]

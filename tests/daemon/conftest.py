@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 import pytest
@@ -12,8 +13,10 @@ import pytest
 from prime_kernel.daemon import usage as usage_mod
 from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.kernels import CellResult
+from prime_kernel.daemon.lifecycle import Lifecycle
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.registry import SessionRegistry
+from prime_kernel.daemon.shared import Shared, Spawn
 from prime_kernel.daemon.snapshots import MARKER
 from prime_kernel.protocol.events import EventKind
 from prime_kernel.protocol.states import SessionKind, SessionState
@@ -51,6 +54,30 @@ class FakeEvents:
     def of(self, kind: str) -> list[dict[str, Any]]:
         """The data of every event of `kind` ("cell", "state", ...)."""
         return [data for _, k, data in self.emitted if k == kind]
+
+
+def _no_spawn(coro: Coroutine[Any, Any, Any], name: str) -> Any:
+    coro.close()
+    raise AssertionError(f"a task {name!r} was spawned, and this test gave no spawn")
+
+
+def shared(
+    registry: SessionRegistry | None = None,
+    *,
+    store: Any = None,
+    events: Any = None,
+    accounting: Accounting | None = None,
+    spawn: Spawn = _no_spawn,
+) -> Shared:
+    """What the daemon's services share (`Shared`), over fakes: an in-memory registry,
+    `FakeEvents`, accounting and a real lifecycle over them; the store as given (a test's own
+    fake, or None for a service that reads none), and `spawn` as given (by default none: a
+    service that spawns a task fails the test, saying so)."""
+    registry = registry if registry is not None else SessionRegistry()
+    events = events if events is not None else FakeEvents()
+    accounting = accounting if accounting is not None else Accounting(registry)
+    lifecycle = Lifecycle(registry, events, accounting)
+    return Shared(registry, store, events, accounting, lifecycle, spawn)
 
 
 def session(accounts: Accounting, sid: str, parent: str | None, **fields: Any) -> SessionRecord:

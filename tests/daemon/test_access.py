@@ -14,7 +14,7 @@ from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.errors import Forbidden, NotFound, PrimeError, Unauthorized
 from prime_kernel.protocol.states import SessionKind, SessionState
-from tests.daemon.conftest import FakeEvents, agent_record
+from tests.daemon.conftest import FakeEvents, agent_record, shared
 
 
 class FakeAdmission:
@@ -33,9 +33,8 @@ class World:
         self.tokens = TokenRegistry()
         self.events = FakeEvents()
         self.access = Access(
+            shared(self.registry, events=self.events),
             tokens=self.tokens,
-            registry=self.registry,
-            events=self.events,  # type: ignore[arg-type]
             admission=FakeAdmission(self.registry),  # type: ignore[arg-type]
         )
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.admission import Admission, short_name
 from prime_kernel.daemon.autonomy import parse
 from prime_kernel.daemon.registry import SessionRegistry
@@ -24,6 +23,7 @@ from prime_kernel.protocol.errors import (
 )
 from prime_kernel.protocol.requests import SessionRequest
 from prime_kernel.protocol.states import SessionState
+from tests.daemon.conftest import shared
 
 
 class FakeStore:
@@ -79,15 +79,6 @@ class FakeReplays:
         return None
 
 
-class FakeEvents:
-    def __init__(self) -> None:
-        self.emitted: list[tuple[str, str, dict[str, Any]]] = []
-
-    def emit(self, record: Any, kind: Any, data: dict[str, Any]) -> dict[str, Any]:
-        self.emitted.append((record.id, kind.value, data))
-        return data
-
-
 class FakeListing:
     def __init__(self, registry: SessionRegistry) -> None:
         self.registry = registry
@@ -101,14 +92,11 @@ def admission(monkeypatch: pytest.MonkeyPatch) -> Admission:
     monkeypatch.delenv("PRIME_MODEL", raising=False)
     registry = SessionRegistry()
     return Admission(
-        registry=registry,
-        store=FakeStore(),  # type: ignore[arg-type]
+        shared(registry, store=FakeStore()),
         router=FakeRouter(),  # type: ignore[arg-type]
         harness=FakeHarness(),  # type: ignore[arg-type]
-        accounting=Accounting(registry),
         autonomy=FakeAutonomy(),  # type: ignore[arg-type]
         replays=FakeReplays(),  # type: ignore[arg-type]
-        events=FakeEvents(),  # type: ignore[arg-type]
         listing=FakeListing(registry),  # type: ignore[arg-type]
         start=lambda live: None,
         default_model="scripted/default",

@@ -15,7 +15,7 @@ from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.errors import Forbidden, InvalidRequest, NotFound
 from prime_kernel.protocol.states import SessionKind, SessionState
-from tests.daemon.conftest import agent_record
+from tests.daemon.conftest import agent_record, shared
 
 
 class FakeStore:
@@ -44,10 +44,7 @@ class World:
         self.store = FakeStore()
         self.events = FakeEvents()
         self.answers = Answers(
-            registry=self.registry,
-            store=self.store,  # type: ignore[arg-type]
-            events=self.events,  # type: ignore[arg-type]
-            put_blob=self.put_blob,
+            shared(self.registry, store=self.store, events=self.events), put_blob=self.put_blob
         )
 
     async def put_blob(self, data: bytes | bytearray, what: str) -> str:

@@ -13,16 +13,14 @@ import pytest
 
 from prime_kernel.daemon import usage as usage_mod
 from prime_kernel.daemon.access import TokenRegistry
-from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.custody import KernelCustody
 from prime_kernel.daemon.kernels import CellResult
-from prime_kernel.daemon.lifecycle import Lifecycle
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.errors import PrimeError
 from prime_kernel.protocol.states import SessionKind, SessionState
-from tests.daemon.conftest import FakeEvents
+from tests.daemon.conftest import FakeEvents, shared
 
 
 class FakeLauncher:
@@ -104,13 +102,9 @@ class Harness:
         self.tasks: list[asyncio.Task[Any]] = []
         self.user_cells: list[tuple[str, str]] = []
         self.custody = KernelCustody(
-            registry=self.registry,
-            store=self.store,  # type: ignore[arg-type]
-            events=self.events,  # type: ignore[arg-type]
-            lifecycle=Lifecycle(self.registry, self.events, Accounting(self.registry)),  # type: ignore[arg-type]
+            shared(self.registry, store=self.store, events=self.events, spawn=self.spawn),
             tokens=self.tokens,
             snapshots=self.snapshots,  # type: ignore[arg-type]
-            spawn=self.spawn,
             on_user_cell=lambda live, cell: self.user_cells.append((live.id, cell.code)),
             **settings,
         )

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
-from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.answers import Answers
 from prime_kernel.daemon.host import Host
 from prime_kernel.daemon.kernels import CellResult
@@ -21,7 +20,7 @@ from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import Conversation, LiveSession
 from prime_kernel.models.router import Completion
 from prime_kernel.protocol.errors import BudgetExceeded, PrimeError
-from tests.daemon.conftest import FakeEvents, agent_record
+from tests.daemon.conftest import FakeEvents, agent_record, shared
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
 
@@ -112,16 +111,11 @@ def make(
         "disk": FakeDisk(),
         "passivation": Fake(),
     }
-    parts["answers"] = Answers(
-        registry=registry,
-        store=Fake(),  # type: ignore[arg-type]
-        events=parts["events"],
-        put_blob=Fake(),  # type: ignore[arg-type]
-    )
+    common = shared(registry, store=Fake(), events=parts["events"])
+    parts["answers"] = Answers(common, put_blob=Fake())  # type: ignore[arg-type]
     host = Host(
+        common,
         router=parts["router"],
-        events=parts["events"],
-        accounting=Accounting(registry),
         custody=Fake(),
         snapshots=Fake(),
         passivation=parts["passivation"],

@@ -16,7 +16,7 @@ from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.harness import Harness
 from prime_kernel.protocol.events import EventKind
 from prime_kernel.protocol.states import SessionState
-from tests.daemon.conftest import FakeEvents, agent_record
+from tests.daemon.conftest import agent_record, shared
 
 TASK = "What is the sum of the squares of 1 to 100?"
 CELLS = [
@@ -48,13 +48,10 @@ def learner(harness: Harness, **settings: Any) -> Learner:
     done = agent_record("s", prompt=TASK, state=SessionState.DONE, answer_repr="338350")
     registry.add(done, lambda sid, fields: None)
     return Learner(
-        registry=registry,
-        store=FakeStore(),  # type: ignore[arg-type]
-        events=FakeEvents(),  # type: ignore[arg-type]
+        shared(registry, store=FakeStore(), spawn=lambda coro, name: coro.close()),
         harness=harness,
         max_turns=lambda: 20,
         scrub=lambda value: value,
-        spawn=lambda coro, name: None,
         config=Config({"Learner": settings}),
     )
 

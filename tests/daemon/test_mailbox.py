@@ -18,7 +18,7 @@ from prime_kernel.daemon.session import LiveSession
 from prime_kernel.daemon.slots import Slots
 from prime_kernel.protocol.errors import MailboxFull, RateLimited, TooLarge
 from prime_kernel.protocol.states import SessionKind, SessionState
-from tests.daemon.conftest import FakeEvents
+from tests.daemon.conftest import shared
 
 
 class FakeStore:
@@ -48,9 +48,7 @@ def world(**limits: Any) -> tuple[Mailbox, FakeStore, LiveSession, list[str]]:
     live = registry.live["s1"] = LiveSession(registry.add(record, lambda sid, fields: None))
     store, woken = FakeStore(), []
     mailbox = Mailbox(
-        registry=registry,
-        store=store,  # type: ignore[arg-type]
-        events=FakeEvents(),  # type: ignore[arg-type]
+        shared(registry, store=store),
         slots=Slots(1),
         wake=lambda live: woken.append(live.id),
         **limits,

@@ -9,15 +9,19 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.kernels import CellResult
-from prime_kernel.daemon.lifecycle import Lifecycle
 from prime_kernel.daemon.passivation import Passivation
 from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.daemon.snapshots import Snapshots
 from prime_kernel.protocol.states import SessionState
-from tests.daemon.conftest import FakeEvents, SnapshotKernel, SnapshotStore, agent_record
+from tests.daemon.conftest import (
+    FakeEvents,
+    SnapshotKernel,
+    SnapshotStore,
+    agent_record,
+    shared,
+)
 
 SAVED = {"blob_id": "b1", "saved": ["x", "df"], "skipped": {"sock": "a socket"}}
 
@@ -26,16 +30,16 @@ class World:
     def __init__(self, idle_timeout: float = 1800.0) -> None:
         self.registry = SessionRegistry()
         self.events = FakeEvents()
-        self.lifecycle = Lifecycle(self.registry, self.events, Accounting(self.registry))  # type: ignore[arg-type]
         self.snapshots = Snapshots(SnapshotStore(self.events), self.events, lambda: 30.0)  # type: ignore[arg-type]
         self.released: list[str] = []
         self.gone = asyncio.Event()
         self.tasks: list[asyncio.Task[Any]] = []
+        parts = shared(self.registry, events=self.events, spawn=self.spawn)
+        self.lifecycle = parts.lifecycle
         self.passivation = Passivation(
-            self.lifecycle,
+            parts,
             self.snapshots,
             self.release,
-            self.spawn,
             idle_timeout=idle_timeout,
         )
         self.lifecycle.on(SessionState.IDLE, self.passivation.entered_idle)

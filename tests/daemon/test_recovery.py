@@ -9,13 +9,11 @@ from typing import Any
 
 import pytest
 
-from prime_kernel.daemon.accounting import Accounting
-from prime_kernel.daemon.lifecycle import Lifecycle
 from prime_kernel.daemon.recovery import NOTEBOOK_ENDED, RESTARTED, Recovery, unattended
 from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.states import TERMINAL, SessionKind, SessionState
-from tests.daemon.conftest import agent_record
+from tests.daemon.conftest import agent_record, shared
 
 
 class FakeEvents:
@@ -57,15 +55,13 @@ class World:
         self.store = FakeStore()
         self.registry = SessionRegistry(self.store)
         self.events = FakeEvents()
-        self.lifecycle = Lifecycle(self.registry, self.events, Accounting(self.registry))  # type: ignore[arg-type]
         self.snapshots = FakeSnapshots()
         self.released: list[str] = []
         self.revoked: list[str] = []
+        parts = shared(self.registry, store=self.store, events=self.events)
+        self.lifecycle = parts.lifecycle
         self.recovery = Recovery(
-            registry=self.registry,
-            store=self.store,  # type: ignore[arg-type]
-            lifecycle=self.lifecycle,
-            events=self.events,  # type: ignore[arg-type]
+            parts,
             snapshots=self.snapshots,  # type: ignore[arg-type]
             release=self.release,
             revoke=self.revoked.append,

@@ -14,14 +14,13 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
-from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.refining import Refiner
 from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.harness import Harness
 from prime_kernel.models.router import Completion
 from prime_kernel.protocol.events import EventKind
 from prime_kernel.protocol.states import SessionState
-from tests.daemon.conftest import FakeEvents, agent_record
+from tests.daemon.conftest import agent_record, shared
 
 EMPTY = {"summary": "Nothing to change", "rationale": "", "expected_outcome": "", "edits": []}
 
@@ -87,16 +86,12 @@ def refiner(
         return spawned[-1]
 
     made = Refiner(
-        registry=registry,
-        store=FakeStore(),  # type: ignore[arg-type]
-        events=FakeEvents(),  # type: ignore[arg-type]
+        shared(registry, store=FakeStore(), spawn=spawn),
         harness=harness,
         router=router,  # type: ignore[arg-type]
-        accounting=Accounting(registry),
         resolve_model=lambda explicit: explicit or "scripted/default",
         model_kwargs=lambda: {"temperature": 0.0},
         max_turns=lambda: 20,
-        spawn=spawn,
         config=Config({"Refiner": settings}),
     )
     return made, spawned

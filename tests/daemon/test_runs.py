@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 
-from prime_kernel.daemon.accounting import Accounting
 from prime_kernel.daemon.answers import Answers
-from prime_kernel.daemon.lifecycle import Lifecycle
 from prime_kernel.daemon.loop import AgentLoop, TurnLimitReached
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.registry import SessionRegistry
@@ -23,7 +21,7 @@ from prime_kernel.daemon.session import LiveSession
 from prime_kernel.daemon.slots import Slots
 from prime_kernel.protocol.errors import Conflict, KernelsUnavailable, PrimeError
 from prime_kernel.protocol.states import SessionState
-from tests.daemon.conftest import FakeEvents, agent_record
+from tests.daemon.conftest import agent_record, shared
 
 
 class FakeLoop(AgentLoop):
@@ -113,25 +111,18 @@ class FakeListing:
 class World:
     def __init__(self, ticking: tuple[str, ...] = ()) -> None:
         self.registry = SessionRegistry()
-        self.lifecycle = Lifecycle(self.registry, FakeEvents(), Accounting(self.registry))  # type: ignore[arg-type]
-        self.answers = Answers(
-            registry=self.registry,
-            store=None,  # type: ignore[arg-type]  # nothing read back
-            events=FakeEvents(),  # type: ignore[arg-type]
-            put_blob=None,  # type: ignore[arg-type]  # nothing uploaded
-        )
+        parts = shared(self.registry, spawn=self.spawn)  # no store: nothing is read back
+        self.lifecycle = parts.lifecycle
+        self.answers = Answers(parts, put_blob=None)  # type: ignore[arg-type]  # nothing uploaded
         self.lifecycle.on(SessionState.IDLE, self.answers.entered_idle)
         self.custody = FakeCustody()
         self.snapshots = FakeSnapshots()
-        self.started = asyncio.Event()
-        self.started.set()
         self.tasks: list[asyncio.Task[Any]] = []
         # Set when a "hang" session's loop hangs: it runs, with a kernel.
         self.hanging: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)
         self.runs = Runs(
+            parts,
             host=self,  # type: ignore[arg-type]  # the fake loop's host
-            registry=self.registry,
-            lifecycle=self.lifecycle,
             slots=Slots(2),
             custody=self.custody,  # type: ignore[arg-type]
             snapshots=self.snapshots,  # type: ignore[arg-type]
@@ -144,10 +135,9 @@ class World:
             waits=lambda sid: sid in ticking,
             has_unread=self.has_unread,
             answers=self.answers,
-            started=self.started,
-            spawn=self.spawn,
             loop_class=FakeLoop,
         )
+        self.runs.started.set()
 
     async def has_unread(self, live: LiveSession) -> bool:
         return False

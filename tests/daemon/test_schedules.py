@@ -16,7 +16,7 @@ from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.schedules import Schedule, Schedules, listing
 from prime_kernel.daemon.session import LiveSession
 from prime_kernel.protocol.states import SessionState
-from tests.daemon.conftest import agent_record
+from tests.daemon.conftest import agent_record, shared
 
 T0 = 1_800_000_000.0
 
@@ -140,12 +140,8 @@ def test_missed_cron_ticks_are_delivered_as_one_message_that_says_so(
             return tasks[-1]
 
         schedules = Schedules(
-            store=store,  # type: ignore[arg-type]
-            registry=accounts.registry,
+            shared(accounts.registry, store=store, accounting=accounts, spawn=spawn),  # type: ignore[arg-type]
             mailbox=mailbox,  # type: ignore[arg-type]
-            events=None,  # type: ignore[arg-type]
-            accounting=accounts,
-            spawn=spawn,  # type: ignore[arg-type]
             released=lambda session_id: None,
         )
         schedules.load()

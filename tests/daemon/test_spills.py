@@ -18,7 +18,7 @@ from prime_kernel.daemon.spills import MARKER, MiB, Spills
 from prime_kernel.daemon.store.sqlite import SqliteStore
 from prime_kernel.protocol.errors import NotFound
 from prime_kernel.protocol.states import SessionKind
-from tests.daemon.conftest import FakeEvents, agent_record
+from tests.daemon.conftest import FakeEvents, agent_record, shared
 
 BIG = {"name": "frame", "size": 32 * MiB, "type": "DataFrame", "blob_id": "b1"}
 
@@ -38,7 +38,9 @@ class SilentCells:
 
 
 def make_spills(cells: SilentCells, events: FakeEvents, store: Any = None, **config: Any):
-    return Spills(store=store, events=events, run_silent=cells, timeout=lambda: 5.0, **config)
+    return Spills(
+        shared(store=store, events=events), run_silent=cells, timeout=lambda: 5.0, **config
+    )
 
 
 def live_agent(kind: SessionKind = SessionKind.AGENT) -> LiveSession:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from prime_kernel.models import cookbook, profiles, prompts
+import pytest
+
+from prime_kernel.models import cookbook, profiles, prompts, providers
 from prime_kernel.models.profiles import DEFAULT, SMALL, profile_for
 
 
@@ -14,6 +16,18 @@ def test_profiles_are_chosen_by_model_name() -> None:
     assert profile_for("openai/gpt-4o-mini") is DEFAULT
     assert profile_for("scripted/echo") is DEFAULT
     assert profile_for("gpt-4o") is DEFAULT
+
+
+def test_a_provider_declares_the_profile_of_its_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another package's embedded small model gets the small profile without a change here.
+    def provider(profile: profiles.Profile | None) -> providers.ModelProvider:
+        return providers.ModelProvider(register=print, check=print, models=list, profile=profile)
+
+    installed = {**providers.installed(), "tiny": provider(SMALL), "big": provider(None)}
+    monkeypatch.setattr(providers, "installed", lambda: installed)
+    assert profile_for("tiny/model-1") is SMALL
+    assert profile_for("big/model-1") is DEFAULT
+    assert profile_for("tiny") is DEFAULT  # a bare name has no provider prefix
 
 
 def test_default_profile_is_todays_behaviour() -> None:
