@@ -326,7 +326,9 @@ class AgentLoop:
         notes = []
         last = runs[-1]
         hint = (
-            policy.error_hint(last.text, last.code) if profile.error_hints and self.retry else None
+            policy.error_hint(last.text, last.code, self.live.record.context_type or "")
+            if profile.error_hints and self.retry
+            else None
         )
         if hint:
             notes.append(hint)

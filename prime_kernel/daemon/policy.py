@@ -88,6 +88,7 @@ def answer_nudge(value: str) -> str:
 
 # Errors a small model makes over and over, and the one-line fix it needs to hear. The patterns
 # match the `Name: message` line of an error as observation.py renders it.
+_NO_FILE = re.compile(r"FileNotFoundError: .*'([^']+)'")
 _HINTS = (
     (
         re.compile(
@@ -117,7 +118,7 @@ _HINTS = (
         "meant that text.",
     ),
     (
-        re.compile(r"FileNotFoundError: .*'([^']+)'"),
+        _NO_FILE,
         "There is no file {0!r} here: use the file the task names.",
     ),
     (
@@ -137,13 +138,26 @@ _HINTS = (
 _FILE_AS_NAME = re.compile(r"NameError: name '(\w+)' is not defined")
 
 
-def error_hint(text: str, code: str = "") -> str | None:
-    """A one-line fix for a common error in an observation (of `code`), if it has one."""
+def error_hint(text: str, code: str = "", context_type: str = "") -> str | None:
+    """A one-line fix for a common error in an observation (of `code`), if it has one;
+    `context_type`: the type of the task's `context` ('' for none)."""
     # `numbers.txt.read()`: a file's name written as if it were a variable.
     if (m := _FILE_AS_NAME.search(text)) and (
         file := re.search(rf"\b{m[1]}\.(?:csv|tsv|txt|json|jsonl|log)\b", code)
     ):
         return f"{file[0]} is a file, not a variable: read it with open('{file[0]}')."
+    # The task's data came as `context` and the model opened a file it made up for it
+    # ('people.csv'), again and again: "use the file the task names" named none.
+    if context_type and (m := _NO_FILE.search(text)):
+        how = (
+            " (CSV text: rows = list(csv.DictReader(context.splitlines())))"
+            if context_type == "str"
+            else ""
+        )
+        return (
+            f"There is no file {m[1]!r}: the task's data is already in the variable context, "
+            f"a {context_type}{how}."
+        )
     for pattern, hint in _HINTS:
         if m := pattern.search(text):
             return hint.format(*m.groups())

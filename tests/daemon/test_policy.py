@@ -98,6 +98,14 @@ def test_error_hints_name_the_fix() -> None:
     hint = policy.error_hint("FileNotFoundError: [Errno 2] No such file or directory: 'orders.csv'")
     assert hint and "'orders.csv'" in hint
     assert "first row" in (policy.error_hint("KeyError: 'name'") or "")
+    # A task whose data came as `context`: the file the model made up is not to be found
+    # anywhere, so the hint names the variable (it had opened 'people.csv' three times).
+    missing = "FileNotFoundError: [Errno 2] No such file or directory: 'people.csv'"
+    hint = policy.error_hint(missing, "open('people.csv')", "str") or ""
+    assert "'people.csv'" in hint and "variable context" in hint and "csv.DictReader" in hint
+    hint = policy.error_hint(missing, "open('people.csv')", "list") or ""
+    assert "variable context, a list." in hint
+    assert "the file the task names" in (policy.error_hint(missing, "open('people.csv')") or "")
     compared = "TypeError: '>' not supported between instances of 'str' and 'int'"
     assert "float(x)" in (policy.error_hint(compared) or "")
     joined = "ValueError: invalid literal for int() with base 10: '75;51;7'"
