@@ -208,11 +208,13 @@ class Learner(LoggingConfigurable):
             return False
 
     # -- recall ------------------------------------------------------------------------------
-    def recall(self, record: SessionRecord) -> list[Example]:
-        """The worked examples and cautions a session's first prompt shows."""
+    def recall(self, record: SessionRecord, max_chars: int | None = None) -> list[Example]:
+        """The worked examples (their code at most `max_chars` long) and cautions a session's
+        first prompt shows."""
         return self.harness.recall(
             record.prompt,
             right=self.examples_shown,
             wrong=self.cautions_shown,
             min_coverage=self.example_min_coverage,
+            max_chars=max_chars,
         )

@@ -64,8 +64,9 @@ class LoopHost(Protocol):
 
     def context_notes(self, live: LiveSession) -> str: ...
 
-    def recall(self, live: LiveSession) -> list[Example]:
-        """Worked examples and cautions learned from verified sessions with similar tasks."""
+    def recall(self, live: LiveSession, max_chars: int | None) -> list[Example]:
+        """Worked examples (their code at most `max_chars` long) and cautions learned from
+        verified sessions with similar tasks."""
 
     async def before_turn(self, live: LiveSession) -> None:
         """Show the model what happened since its last turn, check limits, compact."""
@@ -113,7 +114,9 @@ class AgentLoop:
         record = self.live.record
         profile = self.profile
         extra = self.host.context_notes(self.live)
-        recalled = self.host.recall(self.live)
+        # The profile's bound: a learned example (a stronger model's, say) this model could not
+        # write back in one reply is passed over for a shorter one.
+        recalled = self.host.recall(self.live, profile.example_chars)
         worked = [e for e in recalled if e.right]
         notes = []
         if cautions := [e.caution() for e in recalled if not e.right]:

@@ -50,6 +50,10 @@ class Profile:
     task: Callable[[str, str | None, int, str], str] = prompts.task_message
     # Most tokens one reply may have (None: the provider's default).
     reply_tokens: int | None = None
+    # Longest code of a learned worked example this model is shown (None: any the Learner
+    # keeps). One it could not write back within `reply_tokens` teaches replies that the
+    # token limit cuts off; a stronger model's verified sessions can be that long.
+    example_chars: int | None = None
     # Where a reply stops; with `prefill` opening a fence, the closing fence ends it.
     stop: tuple[str, ...] = ()
     # The start of every reply, sent as an unfinished assistant message that the model
@@ -181,6 +185,9 @@ SMALL = Profile(
     examples=_small_examples,
     task=prompts.small_task_message,
     reply_tokens=200,  # right replies measured up to ~140 tokens; longer ones were loops
+    # SmolLM2's tokenizer reads the cookbook's code at 2.6 characters a token: 500 characters
+    # is about 190 tokens, within one reply.
+    example_chars=500,
     stop=("```",),
     prefill="```python\n",
     prefill_answer=True,
@@ -239,6 +246,9 @@ CODER = replace(
     examples=_coder_examples,
     retry_fresh=True,
     no_copies=True,
+    # Qwen2.5's tokenizer reads the cookbook's code at 3.2 characters a token: 620 characters
+    # is about 190 tokens, within one reply (reply_tokens, as SMALL's).
+    example_chars=620,
     task=prompts.coder_task_message,
     look=look_code,
     give_up_hint=(

@@ -19,6 +19,7 @@ from prime_kernel.daemon import policy
 from prime_kernel.daemon.kernels import CellResult
 from prime_kernel.daemon.loop import AgentLoop, TurnLimitReached
 from prime_kernel.daemon.session import LiveSession
+from prime_kernel.harness.examples import Example
 from prime_kernel.models import cookbook, profiles, scripted
 from prime_kernel.models.router import Completion
 from prime_kernel.protocol.events import EventKind
@@ -47,7 +48,7 @@ class FakeHost:
     def context_notes(self, live: LiveSession) -> str:
         return ""
 
-    def recall(self, live: LiveSession) -> list[Any]:
+    def recall(self, live: LiveSession, max_chars: int | None) -> list[Any]:
         return []
 
     async def before_turn(self, live: LiveSession) -> None:
@@ -284,3 +285,39 @@ async def test_the_coder_profile_refuses_an_example_copied_whole(
     shown = [m["content"] for m in sent[1] if m.get("name") == "example"]
     assert len(shown) == 2 * (profiles.CODER_EXAMPLES - 1)
     assert not any(copied in text for text in shown)
+
+
+async def test_the_small_profile_recalls_only_examples_it_can_write_back(
+    script: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A learned example (from a stronger model's session, say) is asked for within the
+    profile's `example_chars`, and shown in the place of the farthest cookbook example."""
+    task = "Reverse the order of the words in the sentence 'keep calm and carry on'."
+    learned = Example(
+        id="reverse",
+        scope="project",
+        task="Reverse the order of the words in the sentence 'one small step'.",
+        code="words = 'one small step'.split()\nanswer(' '.join(reversed(words)))",
+        outcome="right",
+        answer="'step small one'",
+        note="",
+        source="session s1",
+    )
+    asked: list[int | None] = []
+
+    class Recalling(FakeHost):
+        def recall(self, live: LiveSession, max_chars: int | None) -> list[Any]:
+            asked.append(max_chars)
+            return [learned]
+
+    reply = "answer(' '.join(reversed('keep calm and carry on'.split())))\n"
+    # The reply's prefill is an assistant message too: the script's turns count it.
+    model = script([{"text": reply}] * 2, tools=False)
+    monkeypatch.setitem(profiles.PROFILES, model, profiles.SMALL)
+    host = Recalling()
+    await run(host, session(model, task))
+    assert asked == [profiles.SMALL.example_chars] and profiles.SMALL.example_chars
+    assert host.answers == ["'on carry and calm keep'"]
+    shown = [m["content"] for m in host.sent[0] if m.get("name") == "example"]
+    assert len(shown) == 2 * profiles.SMALL_EXAMPLES
+    assert shown[-2:] == [f"Task: {learned.task}", f"```python\n{learned.code}\n```"]
