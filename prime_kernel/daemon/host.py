@@ -145,9 +145,12 @@ class Host(LoggingConfigurable):
         """Extra system-prompt text for a session: harness notes, memories, skills."""
         return self.harness.context(live.record.to_row())
 
-    def recall(self, live: LiveSession) -> list[Example]:
-        """Worked examples and cautions learned from verified sessions like this one."""
-        return self.learner.recall(live.record)
+    def recall(
+        self, live: LiveSession, *, shown: int | None, max_chars: int | None
+    ) -> list[Example]:
+        """Worked examples (`shown`, None: the Learner's setting; their code at most `max_chars`
+        long) and cautions learned from verified sessions like this one."""
+        return self.learner.recall(live.record, shown=shown, max_chars=max_chars)
 
     def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
         return self.events.emit(live.record, kind, data)

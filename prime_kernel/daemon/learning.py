@@ -46,7 +46,11 @@ class Learner(LoggingConfigurable):
         "the review policy. No model call.",
     )
     examples_shown = Int(
-        1, min=0, config=True, help="Worked examples recalled into a session's prompt."
+        1,
+        min=0,
+        config=True,
+        help="Worked examples recalled into a session's prompt (a model's profile may show "
+        "more: SmolLM2's shows 2; 0 shows none to any model).",
     )
     cautions_shown = Int(
         1, min=0, config=True, help="Cautions (verified wrong answers) recalled into a prompt."
@@ -203,11 +207,16 @@ class Learner(LoggingConfigurable):
             return False
 
     # -- recall ------------------------------------------------------------------------------
-    def recall(self, record: SessionRecord) -> list[Example]:
-        """The worked examples and cautions a session's first prompt shows."""
+    def recall(
+        self, record: SessionRecord, *, shown: int | None = None, max_chars: int | None = None
+    ) -> list[Example]:
+        """The worked examples and cautions a session's first prompt shows: `shown` worked
+        examples (a model profile's count; None, or `examples_shown` 0: `examples_shown`), their
+        code at most `max_chars` long."""
         return self.harness.recall(
             record.prompt,
-            right=self.examples_shown,
+            right=self.examples_shown if shown is None or not self.examples_shown else shown,
             wrong=self.cautions_shown,
             min_coverage=self.example_min_coverage,
+            max_chars=max_chars,
         )

@@ -64,8 +64,11 @@ class LoopHost(Protocol):
 
     def context_notes(self, live: LiveSession) -> str: ...
 
-    def recall(self, live: LiveSession) -> list[Example]:
-        """Worked examples and cautions learned from verified sessions with similar tasks."""
+    def recall(
+        self, live: LiveSession, *, shown: int | None, max_chars: int | None
+    ) -> list[Example]:
+        """Worked examples (`shown` of them, None: the Learner's setting; their code at most
+        `max_chars` long) and cautions learned from verified sessions with similar tasks."""
 
     async def before_turn(self, live: LiveSession) -> None:
         """Show the model what happened since its last turn, check limits, compact."""
@@ -113,7 +116,11 @@ class AgentLoop:
         record = self.live.record
         profile = self.profile
         extra = self.host.context_notes(self.live)
-        recalled = self.host.recall(self.live)
+        # The profile's bound: a learned example (a stronger model's, say) this model could not
+        # write back in one reply is passed over for a shorter one.
+        recalled = self.host.recall(
+            self.live, shown=profile.learned_examples, max_chars=profile.example_chars
+        )
         worked = [e for e in recalled if e.right]
         notes = []
         if cautions := [e.caution() for e in recalled if not e.right]:
@@ -135,7 +142,7 @@ class AgentLoop:
                     code for m in examples[1::2] for code in policy.code_blocks(m["content"])
                 ]
                 self.recalled_code = [e.code for e in worked]
-            for e in worked:
+            for e in reversed(worked):  # the most relevant last, nearest the task
                 examples += [
                     {
                         "role": "user",

@@ -472,11 +472,18 @@ class Harness(LoggingConfigurable):
         ]
 
     def recall(
-        self, task: str, *, right: int, wrong: int, min_coverage: float
+        self,
+        task: str,
+        *,
+        right: int,
+        wrong: int,
+        min_coverage: float,
+        max_chars: int | None = None,
     ) -> builtins.list[examples.Example]:
         """At most `right` worked examples and `wrong` cautions (verified wrong answers) for a
         task, each matching at least `min_coverage` of its term weight, the most relevant first;
-        a project example hides a global one of the same id."""
+        a project example hides a global one of the same id. A worked example whose code is
+        longer than `max_chars` is passed over for the next (a caution shows no code)."""
         want = {"right": right, "wrong": wrong}
         if not task or not any(want.values()):
             return []
@@ -492,7 +499,10 @@ class Harness(LoggingConfigurable):
                 entry = self.get("example", doc.id, doc.scope)
             except (NotFound, E.InvalidEntry):
                 continue  # changed meanwhile; the next read reindexes it
-            out.append(examples.from_entry(entry, score))
+            found = examples.from_entry(entry, score)
+            if found.right and max_chars is not None and len(found.code) > max_chars:
+                continue
+            out.append(found)
             want[doc.outcome] -= 1
         return out
 

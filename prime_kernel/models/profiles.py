@@ -50,6 +50,13 @@ class Profile:
     task: Callable[[str, str | None, int, str], str] = prompts.task_message
     # Most tokens one reply may have (None: the provider's default).
     reply_tokens: int | None = None
+    # Learned worked examples this model is shown (None: c.Learner.examples_shown; when that
+    # is 0, none).
+    learned_examples: int | None = None
+    # Longest code of a learned worked example this model is shown (None: any the Learner
+    # keeps). One it could not write back within `reply_tokens` teaches replies that the
+    # token limit cuts off; a stronger model's verified sessions can be that long.
+    example_chars: int | None = None
     # Where a reply stops; with `prefill` opening a fence, the closing fence ends it.
     stop: tuple[str, ...] = ()
     # The start of every reply, sent as an unfinished assistant message that the model
@@ -181,6 +188,14 @@ SMALL = Profile(
     examples=_small_examples,
     task=prompts.small_task_message,
     reply_tokens=200,  # right replies measured up to ~140 tokens; longer ones were loops
+    # SmolLM2's tokenizer reads the cookbook's code at 2.6 characters a token: 500 characters
+    # is about 190 tokens, within one reply.
+    example_chars=500,
+    # Shown one learned sibling, SmolLM2 copies its first line and garbles the next
+    # (`answer('perfect code')` after a right `words = ...split()`); shown two, it sees what
+    # varies between them and writes the line right. They take the place of two cookbook
+    # examples: the prompt does not grow.
+    learned_examples=2,
     stop=("```",),
     prefill="```python\n",
     prefill_answer=True,
@@ -239,6 +254,10 @@ CODER = replace(
     examples=_coder_examples,
     retry_fresh=True,
     no_copies=True,
+    # Qwen2.5's tokenizer reads the cookbook's code at 3.2 characters a token: 620 characters
+    # is about 190 tokens, within one reply (reply_tokens, as SMALL's).
+    example_chars=620,
+    learned_examples=None,  # the Learner's: two were not measured on this model
     task=prompts.coder_task_message,
     look=look_code,
     give_up_hint=(

@@ -86,3 +86,21 @@ def test_recall_shows_as_many_examples_as_the_learner_says_if_they_cover_enough(
     loose = agent_record("u", prompt="What is the sum of the squares of odd numbers to 50?")
     assert learner(harness).recall(loose) == []
     assert len(learner(harness, example_min_coverage=0.1).recall(loose)) == 1
+
+
+def test_a_profile_asks_for_its_own_count_of_examples_within_its_length(
+    harness: Harness,
+) -> None:
+    for n in (50, 60):
+        harness.create(
+            "example",
+            f"squares-{n}",
+            title=f"What is the sum of the squares of 1 to {n}?",
+            content=f"```python\nanswer(sum(i * i for i in range(1, {n + 1})))\n```\n",
+            metadata={"task": f"What is the sum of the squares of 1 to {n}?", "outcome": "right"},
+        )
+    alike = agent_record("t", prompt="What is the sum of the squares of 1 to 70?")
+    assert len(learner(harness).recall(alike)) == 1  # examples_shown
+    assert len(learner(harness).recall(alike, shown=2)) == 2
+    assert learner(harness, examples_shown=0).recall(alike, shown=2) == []  # none for any model
+    assert learner(harness).recall(alike, shown=2, max_chars=20) == []

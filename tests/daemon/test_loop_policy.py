@@ -19,6 +19,7 @@ from prime_kernel.daemon import policy
 from prime_kernel.daemon.kernels import CellResult
 from prime_kernel.daemon.loop import AgentLoop, TurnLimitReached
 from prime_kernel.daemon.session import LiveSession
+from prime_kernel.harness.examples import Example
 from prime_kernel.models import cookbook, profiles, scripted
 from prime_kernel.models.router import Completion
 from prime_kernel.protocol.events import EventKind
@@ -47,7 +48,7 @@ class FakeHost:
     def context_notes(self, live: LiveSession) -> str:
         return ""
 
-    def recall(self, live: LiveSession) -> list[Any]:
+    def recall(self, live: LiveSession, *, shown: int | None, max_chars: int | None) -> list[Any]:
         return []
 
     async def before_turn(self, live: LiveSession) -> None:
@@ -284,3 +285,53 @@ async def test_the_coder_profile_refuses_an_example_copied_whole(
     shown = [m["content"] for m in sent[1] if m.get("name") == "example"]
     assert len(shown) == 2 * (profiles.CODER_EXAMPLES - 1)
     assert not any(copied in text for text in shown)
+
+
+async def test_the_small_profile_is_shown_two_learned_examples_it_can_write_back(
+    script: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Learned examples (from a stronger model's sessions, say) are asked for as many as the
+    profile shows and within its `example_chars`, and shown in the place of the farthest
+    cookbook examples, the most relevant last."""
+    task = "Reverse the order of the words in the sentence 'keep calm and carry on'."
+
+    def learned(sentence: str) -> Example:
+        return Example(
+            id=f"reverse-{len(sentence)}",
+            scope="project",
+            task=f"Reverse the order of the words in the sentence '{sentence}'.",
+            code=f"words = '{sentence}'.split()\nanswer(' '.join(reversed(words)))",
+            outcome="right",
+            answer=repr(" ".join(reversed(sentence.split()))),
+            note="",
+            source="session s1",
+        )
+
+    best, next_best = learned("one small step"), learned("the quick brown fox")
+    asked: list[tuple[int | None, int | None]] = []
+
+    class Recalling(FakeHost):
+        def recall(
+            self, live: LiveSession, *, shown: int | None, max_chars: int | None
+        ) -> list[Any]:
+            asked.append((shown, max_chars))
+            return [best, next_best]
+
+    reply = "answer(' '.join(reversed('keep calm and carry on'.split())))\n"
+    # The reply's prefill is an assistant message too: the script's turns count it.
+    model = script([{"text": reply}] * 2, tools=False)
+    monkeypatch.setitem(profiles.PROFILES, model, profiles.SMALL)
+    host = Recalling()
+    await run(host, session(model, task))
+    assert asked == [(2, 500)] == [(profiles.SMALL.learned_examples, profiles.SMALL.example_chars)]
+    assert host.answers == ["'on carry and calm keep'"]
+    shown = [m["content"] for m in host.sent[0] if m.get("name") == "example"]
+    nearest = cookbook.closest(task, profiles.SMALL_EXAMPLES, context=False)[-1]
+    assert shown == [
+        f"Task: {nearest[0]}",
+        f"```python\n{nearest[1]}\n```",
+        f"Task: {next_best.task}",
+        f"```python\n{next_best.code}\n```",
+        f"Task: {best.task}",
+        f"```python\n{best.code}\n```",
+    ]

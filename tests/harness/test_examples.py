@@ -156,6 +156,33 @@ def test_recall_ranks_by_bm25_and_needs_coverage(harness: Harness):
     assert none == []
 
 
+def test_recall_passes_over_a_worked_example_longer_than_max_chars(harness: Harness):
+    long = "total = 0\n" + "total += 1\n" * 60 + "answer(total)"
+    example(
+        harness, "days-long", "How many days are there between 2024-03-01 and 2024-07-15?", long
+    )
+    example(
+        harness,
+        "days",
+        "How many days are there between two dates, 2023-01-01 and 2023-02-01?",
+        "a",
+    )
+    example(
+        harness,
+        "days-wrong",
+        "How many days are there between 2021-01-01 and 2021-02-01?",
+        long,
+        "wrong",
+    )
+    task = "How many days are there between 2022-05-10 and 2022-09-02?"
+    assert [e.id for e in recall(harness, task)] == ["days-long", "days-wrong"]
+    # The long one is passed over for the next one; a caution shows no code, so it stays.
+    got = harness.recall(task, right=1, wrong=1, min_coverage=0.5, max_chars=len(long) - 1)
+    assert sorted((e.id, e.code) for e in got) == [("days", "a"), ("days-wrong", long)]
+    fits = harness.recall(task, right=1, wrong=0, min_coverage=0.5, max_chars=len(long))
+    assert [e.id for e in fits] == ["days-long"]
+
+
 def test_recall_follows_edits_by_hand_and_rollback(harness: Harness):
     example(harness, "days", "How many days are there between two dates?", "a")
     task = "How many days are between these two dates?"
