@@ -219,10 +219,34 @@ def test_a_broken_example_is_refused_and_not_recalled(harness: Harness):
 
 def test_quoted_text_is_data_not_the_kind_of_task(harness: Harness):
     assert examples.terms("Reverse the words of 'keep calm and carry on'.") == ["reverse", "word"]
-    assert examples.terms("It's Sam's \"big\" day") == ["sam", "day"]
+    # Apostrophes are no quotes ("sam" goes as a name, not as quoted text).
+    assert examples.terms("It's sam's \"big\" day") == ["sam", "day"]
     # A sibling task quoting other words is recalled (their words no longer count against it).
     example(
         harness, "reverse", "Reverse the order of the words in the sentence 'one small step'.", "a"
     )
     task = "Reverse the order of the words in the sentence 'keep calm and carry on'."
     assert [e.id for e in recall(harness, task)] == ["reverse"]
+
+
+def test_names_are_data_not_the_kind_of_task(harness: Harness):
+    task = "Ines buys 5 notebooks at 4 dollars each. How much change does Ines get?"
+    assert examples.terms(task) == ["buy", "notebook", "dollar", "much", "change", "get"]
+    # A sentence's first word is not taken for a name; nor is a name written only there.
+    assert examples.terms("Reverse it. Then Sort it.")[:1] == ["reverse"]
+    assert "sam" in examples.terms("Sam buys a pen.")
+    # The sibling about Sam is recalled for the task about Ines: the name, in no stored
+    # example, had outweighed every word the two share.
+    example(
+        harness,
+        "change",
+        "Sam buys 4 notebooks at 3 dollars each and pays with a 20 dollar bill. "
+        "How much change does Sam get, in dollars?",
+        "answer(20 - 4 * 3)",
+    )
+    example(harness, "reverse", "Reverse the order of the words in 'one small step'.", "a")
+    task = (
+        "Ines buys 5 notebooks at 4 dollars each and pays with a 40 dollar bill. "
+        "How much change does Ines get, in dollars?"
+    )
+    assert [e.id for e in recall(harness, task)] == ["change"]
