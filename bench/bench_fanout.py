@@ -17,7 +17,9 @@ One run measures, on this machine and at this load (printed with each phase):
     kernel answering), p50 and p95; and `rlm()` -> the child RUNNING, seen from the calling
     cell, with pool size 0;
   - `rlm.map` + `rlm.gather` of N trivial children (a scripted model whose first turn runs
-    `answer(1)`), wall time from the calling cell, for each N of --sizes;
+    `answer(1)`), wall time from the calling cell, for each N of --sizes; and the server
+    process's CPU time (all its threads) meanwhile, per child: what the daemon spends on a
+    child, which moves far less with the machine's load than the wall time does;
   - memory of an idle child kernel: PSS (/proc/<pid>/smaps_rollup) of each kernel's processes
     (with a sandbox: bwrap and the init too), over --idle kernels; for "fork" also the
     template's, and both together per kernel; for "gateway" the gateway's kernel processes
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -62,6 +65,12 @@ def load() -> str:
 def p95(xs: list[float]) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (the server, every thread of it) so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def pss_kb(pid: int) -> int | None:
@@ -189,8 +198,10 @@ async def measure(app: Any, args: argparse.Namespace, gateway: Gateway | None) -
     # Fan-out at the default pool size.
     await refill_pool(daemon, pool_size)
     out["fanout"] = {}
+    out["fanout_cpu"] = {}
     for n in args.sizes:
         await refill_pool(daemon, pool_size)
+        before = cpu_seconds()
         text = await run_cell(
             nb,
             "import time\nt = time.perf_counter()\n"
@@ -200,6 +211,7 @@ async def measure(app: Any, args: argparse.Namespace, gateway: Gateway | None) -
             "print(time.perf_counter() - t)",
         )
         out["fanout"][str(n)] = float(text.split()[0])
+        out["fanout_cpu"][str(n)] = (cpu_seconds() - before) / n
         out["load"][f"fanout {n}"] = load()
     await nb.stop()
     await km.shutdown_kernel(kid, now=True)
@@ -324,6 +336,15 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
                 {name: r[name]["fanout"][str(n)] for name in names},
                 "s",
                 True,
+            )
+        )
+    for n in args.sizes:
+        print(
+            line(
+                f"server CPU per child, {n} children",
+                {name: r[name].get("fanout_cpu", {}).get(str(n)) for name in names},
+                "ms",
+                False,
             )
         )
     row("idle child kernel PSS", "pss_kernel", unit="MB")

@@ -34,7 +34,7 @@ import json
 import logging
 import os
 import subprocess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
@@ -47,6 +47,9 @@ from .daemon.launcher import LINK, KernelLink
 from .kernel.boot import BOOT_FD_ENV
 from .kernel.template import INFO_FD, PLACEHOLDER
 from .protocol.wire import BOOT_ENV, TOKEN_ENV, URL_ENV
+
+if TYPE_CHECKING:
+    from .daemon.agent_users import AgentUsers
 
 log = logging.getLogger(__name__)
 
@@ -283,13 +286,18 @@ class PrimeProvisioner(LocalProvisioner):
         self._close_log_fd()
         await super().cleanup(restart=restart)
         if not restart:
-            private.remove_kernel_dir(self.kernel_id)
             sandbox = sandbox_mod.active()
             users = sandbox.users() if sandbox is not None and self._user is not None else None
-            if users is not None:
-                # Off the loop: it waits for the last processes of the kernel's uid to end.
-                await asyncio.to_thread(users.give_back, self.kernel_id)
-                self._user = None
+            # Off the loop, both: the folder of sockets removed (a file system walk), and the
+            # kernel's uid given back once its last processes have ended (a scan of /proc).
+            await asyncio.to_thread(_remove_kernel, self.kernel_id, users)
+            self._user = None
+
+
+def _remove_kernel(kernel_id: str, users: AgentUsers | None) -> None:
+    private.remove_kernel_dir(kernel_id)
+    if users is not None:
+        users.give_back(kernel_id)
 
 
 def _forkable(cmd: list[str]) -> bool:

@@ -62,7 +62,7 @@ class AgentUsers:
                 return self._held[kernel_id][0]
             mine = {uid for uid, _ in self._held.values()}
             for uid in range(self.first_uid, self.first_uid + self.count):
-                if uid in mine or _is_account(uid):
+                if uid in mine:
                     continue
                 fd = os.open(
                     self.lock_dir / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
@@ -71,6 +71,12 @@ class AgentUsers:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError:
                     os.close(fd)  # another server's kernel has it
+                    continue
+                # Asked once the lock is ours, not of every uid on the way: the account
+                # database is read whole per question, and the uids before a free one are
+                # mostly other servers' (their locks refuse us first).
+                if _is_account(uid):
+                    os.close(fd)
                     continue
                 self._held[kernel_id] = (uid, fd)
                 return uid
@@ -185,17 +191,36 @@ def end_processes(uid: int, timeout: float = 10.0) -> list[int]:
 
 def processes_of(uid: int, pids: list[int] | None = None) -> list[int]:
     """The processes (of `pids`, or all) running as `uid` (real, effective or saved)."""
+    # Every kernel's end scans every process of the machine: each status is read raw and
+    # two fields looked up, not the whole of it decoded and parsed (three times the CPU).
     found = []
+    want = str(uid).encode()
     for pid in pids if pids is not None else [int(p) for p in os.listdir("/proc") if p.isdigit()]:
         try:
-            with open(f"/proc/{pid}/status", encoding="utf-8") as f:
-                status = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+            fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:  # ended meanwhile
             continue
-        uids = {int(u) for u in status.get("Uid", "").split()[:3]}
-        if uid in uids and not status.get("State", "").strip().startswith(("Z", "X")):
+        try:
+            status = os.read(fd, 1 << 16)  # a few kB: read whole at once
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        ids = _field(status, b"Uid").split()[:3]
+        if want in ids and _field(status, b"State")[:1] not in (b"Z", b"X"):
             found.append(pid)
     return found
+
+
+def _field(status: bytes, name: bytes) -> bytes:
+    """The value of the field `name` of a /proc/<pid>/status (the process's name, the first
+    line, comes escaped: no line of it can pass for another field)."""
+    start = status.find(b"\n" + name + b":")
+    if start < 0:
+        return b""
+    start += len(name) + 2
+    end = status.find(b"\n", start)
+    return status[start : end if end >= 0 else len(status)].strip()
 
 
 def grant(path: str, gid: int, *, folder: bool) -> None:

@@ -81,6 +81,12 @@ class Mailbox(LoggingConfigurable):
         # Sessions whose model has been shown all their mail (none delivered since): their next
         # turn need not ask the store.
         self._shown: set[str] = set()
+        # Nor need the first turn of a session that was never sent anything: mail is stored
+        # only by `_deliver`, so a model has mail to be shown only if it had some when this
+        # daemon started (asked of the store once, at the first turn) or was sent some since.
+        # A fan-out's children then start their turn without waiting on the store.
+        self._mailed: set[str] = set()
+        self._unshown_at_start: asyncio.Future[set[str]] | None = None
 
     # -- reach ------------------------------------------------------------------------------
     def reachable(self, caller: LiveSession) -> list[tuple[str, SessionRecord]]:
@@ -246,6 +252,7 @@ class Mailbox(LoggingConfigurable):
         message_id = message_id or new_id("m")
         name = sender if caller is None else (caller.record.name or caller.id)
         self._shown.discard(target.id)
+        self._mailed.add(target.id)
         self.store.put_message(
             {
                 "id": message_id,
@@ -292,7 +299,7 @@ class Mailbox(LoggingConfigurable):
     # -- reading ----------------------------------------------------------------------------
     async def for_model(self, live: LiveSession) -> list[str]:
         """Messages the session's model has not been shown yet (now marked shown)."""
-        if live.id in self._shown:
+        if live.id in self._shown or not await self._may_have_mail(live.id):
             return []
         # Before the read: mail delivered while it runs is then read at the next turn.
         self._shown.add(live.id)
@@ -303,6 +310,22 @@ class Mailbox(LoggingConfigurable):
             raise
         self.store.mark_read((m["id"] for m in pending), "model")
         return [format_message(m) for m in pending]
+
+    async def _may_have_mail(self, session_id: str) -> bool:
+        """Whether the session's model may have mail it was not shown: some was sent to it by
+        this daemon, or it had some when this daemon started."""
+        if session_id in self._mailed:
+            return True
+        loading = self._unshown_at_start
+        if loading is None or (
+            loading.done() and (loading.cancelled() or loading.exception() is not None)
+        ):  # (asked again after a read that failed)
+            # Mail sent while this is read is in `_mailed`: nothing falls between the two.
+            loading = self._unshown_at_start = asyncio.ensure_future(
+                self.store.unread_recipients("model")
+            )
+        # Shielded: one turn cancelled while it waits does not cancel the others' read.
+        return session_id in await asyncio.shield(loading)
 
     async def has_unread(self, live: LiveSession) -> bool:
         return bool(await self.store.unread(live.id, _reader(live), 1))

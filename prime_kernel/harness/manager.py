@@ -128,12 +128,16 @@ class Harness(LoggingConfigurable):
         kinds = [E.kind_of(kind)] if kind else list(E.KINDS)
         out: list[E.Entry] = []
         errors: list[dict[str, Any]] = []
+        # Asked once per scope, not once per kind: every session's start lists them all.
+        histories: dict[str, builtins.list[tuple[str, str]]] = {}
         for k in kinds:
             seen: set[str] = set()
             for scope in self._scopes_with(k):
                 ids = set(self.files.ids(scope, k))
                 # Entries deleted by hand have a history but no file: notice those too.
-                ids |= {i for kk, i in self.versions(scope).entry_keys() if kk == k}
+                if scope not in histories:
+                    histories[scope] = self.versions(scope).entry_keys()
+                ids |= {i for kk, i in histories[scope] if kk == k}
                 for entry_id in sorted(ids):
                     files, version = self._sync(scope, k, entry_id)
                     if files is None or entry_id in seen:

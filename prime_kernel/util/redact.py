@@ -125,12 +125,14 @@ class Redactor:
         # Longest first, so a secret that contains another is removed whole.
         self._values = sorted(values, key=len, reverse=True)
         self.count = len(self._values)
+        self._shortest = len(self._values[-1]) if self._values else 0
         self._pattern: re.Pattern[str] | None = None
 
     def text(self, value: str) -> str:
         # A substring search per secret is far cheaper than the pattern on large outputs,
-        # and nearly every text holds no secret at all.
-        if not any(s in value for s in self._values):
+        # and nearly every text holds no secret at all. Most texts a record or an event
+        # holds (its keys, states, names) are shorter than any secret: those are not searched.
+        if len(value) < self._shortest or not any(s in value for s in self._values):
             return value
         if self._pattern is None:
             # Compiled on the first secret found, not on creation: a daemon makes a redactor

@@ -96,3 +96,16 @@ def test_a_uid_goes_back_only_once_none_of_its_processes_runs(tmp_path: Path) ->
     assert left.wait(10) == -9
     assert left.stdout is not None and left.stdout.read() == b""  # every holder ended
     assert AgentUsers(first, 1, first, lock_dir=tmp_path).take("k2") == uid  # free again
+
+
+def test_processes_of_a_uid_are_found_by_their_status_and_zombies_are_not() -> None:
+    me = os.getpid()
+    assert processes_of(os.getuid(), [me]) == [me]
+    assert me in processes_of(os.getuid())  # the scan of every process finds it too
+    assert processes_of(os.getuid() + 1, [me]) == []
+    zombie = subprocess.Popen(["true"])
+    # Ended, not yet waited for: a zombie, which holds no resource of its uid.
+    os.waitid(os.P_PID, zombie.pid, os.WEXITED | os.WNOWAIT)
+    assert processes_of(os.getuid(), [zombie.pid]) == []
+    zombie.wait()
+    assert processes_of(os.getuid(), [zombie.pid]) == []  # gone: no status to read

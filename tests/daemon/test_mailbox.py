@@ -24,13 +24,27 @@ from tests.daemon.conftest import shared
 class FakeStore:
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
+        self.read: set[tuple[str, Any]] = set()  # (message id, reader)
+        self.reads = 0  # questions asked of the store about mail
 
     def put_message(self, message: dict[str, Any]) -> None:
         self.messages.append(message)
 
+    def mark_read(self, message_ids: Any, reader: Any) -> None:
+        self.read |= {(i, reader) for i in message_ids}
+
     async def unread(self, session_id: str, reader: Any, limit: int | None = None) -> list[Any]:
-        mine = [m for m in self.messages if m["to_id"] == session_id]
+        self.reads += 1
+        mine = [
+            m
+            for m in self.messages
+            if m["to_id"] == session_id and (m["id"], reader) not in self.read
+        ]
         return mine[:limit] if limit else mine
+
+    async def unread_recipients(self, reader: Any) -> set[str]:
+        self.reads += 1
+        return {m["to_id"] for m in self.messages if (m["id"], reader) not in self.read}
 
 
 def world(**limits: Any) -> tuple[Mailbox, FakeStore, LiveSession, list[str]]:
@@ -81,3 +95,29 @@ def test_each_limit_refuses_before_anything_is_stored_naming_its_setting() -> No
     send(fast, "b")
     with pytest.raises(RateLimited, match=r"2 messages in the last 60 s.*c\.Mailbox\.message_rate"):
         send(fast, "c")
+
+
+def test_a_model_is_shown_its_mail_and_the_store_is_asked_only_when_there_may_be_some() -> None:
+    mailbox, store, live, _ = world()
+    live.record.state = SessionState.RUNNING  # a turn about to start: nothing to wake
+
+    async def turns() -> list[list[str]]:
+        shown = [await mailbox.for_model(live)]  # never sent anything: one question in all
+        shown.append(await mailbox.for_model(live))
+        await mailbox.send(None, "s1", "hello")
+        shown.append(await mailbox.for_model(live))
+        shown.append(await mailbox.for_model(live))  # shown already
+        return shown
+
+    assert asyncio.run(turns()) == [[], [], ["[message from user]: hello"], []]
+    # The recipients of unshown mail, once; the mailbox at send (its room) and at the turn.
+    assert store.reads == 3
+
+
+def test_mail_a_session_had_when_the_daemon_started_is_shown_at_its_first_turn() -> None:
+    mailbox, store, live, _ = world()
+    # Sent while no daemon ran (a schedule's tick, a message to a stopped server's session).
+    old = {"id": "m1", "to_id": "s1", "from_id": None, "sender": "schedule", "message": "tick"}
+    store.put_message({**old, "ts": time.time()})
+    assert asyncio.run(mailbox.for_model(live)) == ["[message from schedule]: tick"]
+    assert asyncio.run(mailbox.for_model(live)) == []

@@ -29,3 +29,13 @@ def test_a_large_value_without_a_secret_is_kept_as_it_came() -> None:
     assert not redactor.found_in(data)
     assert redactor.pickle(data) is data
     assert redactor.found_in(SECRET.encode()) and not Redactor([SECRET]).found_in(b"")
+
+
+def test_texts_shorter_than_every_secret_are_left_and_the_rest_searched() -> None:
+    short, long = "k" * 8, "s" * 40
+    redactor = Redactor([long, short])
+    assert redactor.text("k" * 7) == "k" * 7  # shorter than the shortest: nothing to find
+    assert redactor.text(short) == "[REDACTED]"  # as long as one: searched
+    assert redactor.text(f"a {short} and {long}") == "a [REDACTED] and [REDACTED]"
+    assert redactor.value({"key": ["ok", short]}) == {"key": ["ok", "[REDACTED]"]}
+    assert Redactor([]).text("anything") == "anything"

@@ -107,6 +107,10 @@ class Store(abc.ABC):
         self, to_id: str, reader: Reader, limit: int | None = None
     ) -> list[dict[str, Any]]: ...
 
+    @abc.abstractmethod
+    async def unread_recipients(self, reader: Reader) -> set[str]:
+        """The sessions with mail `reader` has not read."""
+
     # -- schedules (heartbeats: a tick is claimed here before it is delivered) -----------------
     @abc.abstractmethod
     def load_schedules(self) -> list[dict[str, Any]]:

@@ -231,6 +231,14 @@ class SqliteStore(Store):
 
         return list(await self.writer.read(read))
 
+    async def unread_recipients(self, reader: Reader) -> set[str]:
+        sql = f"SELECT DISTINCT to_id FROM mailbox WHERE {_READ_COLUMN[reader]} IS NULL"
+
+        def read(db: sqlite3.Connection) -> set[str]:
+            return {r[0] for r in db.execute(sql).fetchall()}
+
+        return set(await self.writer.read(read))
+
     # -- schedules ------------------------------------------------------------------------------
     def load_schedules(self) -> list[dict[str, Any]]:
         def read(db: sqlite3.Connection) -> list[dict[str, Any]]:
