@@ -207,6 +207,13 @@ EXAMPLES: tuple[Example, ...] = (
         "What is the average 'weight' over the rows in context?",
         "weights = [float(row['weight']) for row in context]\nanswer(sum(weights) / len(weights))",
     ),
+    # CSV handed over as text, not as a file: the default model opened a made-up 'people.csv'
+    # for every such task (the file examples below were the nearest it was shown).
+    (
+        "context is CSV text with the columns item, shop and price. How many cost over 20?",
+        "import csv\nrows = list(csv.DictReader(context.splitlines()))\n"
+        "answer(sum(1 for r in rows if float(r['price']) > 20))",
+    ),
     # files in the working folder
     (
         "What is the total of the 'amount' column in orders.csv?",

@@ -101,6 +101,8 @@ def test_closest_examples_match_the_task_kind() -> None:
     assert "prime" in nearest("How many primes are below 1000?")
     assert ".csv" in nearest("What is the biggest value of the 'score' column in results.csv?")
     assert "context" in nearest("What is the mean of context?")
+    csv_text = "context is CSV text with the columns name, city and age. How many live in Lyon?"
+    assert "csv.DictReader(context" in cookbook.closest(csv_text, 3, context=True)[-1][1]
     assert "capital letters" in nearest("Convert 'abc' to uppercase")
     assert "sub-agent" in nearest("Use rlm() on each part of context")
     # What a task names besides words: a date, `n!`, a direction, two units.
