@@ -94,7 +94,9 @@ class Gateway:
         )
         for _ in range(100):
             try:
-                with urllib.request.urlopen(request, timeout=5) as resp:
+                # Kernel Gateway answers nothing while it launches a kernel's process: 8 s on
+                # a loaded machine (2 cores, load 20); 60 s, as c.GatewayLauncher.request_timeout.
+                with urllib.request.urlopen(request, timeout=60) as resp:
                     return list(json.loads(resp.read()))
             except urllib.error.HTTPError as e:
                 # A listing made while a kernel's start is midway fails (500: jupyter_server
