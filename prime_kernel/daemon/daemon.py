@@ -263,6 +263,7 @@ class Daemon(LoggingConfigurable):
             start_timeout=self.custody.kernel_start_timeout,
             server_url=self.server_url,
             secret=self.secrets.add,
+            store=self.store,
         )
         await self.launcher.start()
         await self.recovery.reap_kernels(self.launcher)

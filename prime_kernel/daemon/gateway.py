@@ -13,6 +13,12 @@ it) in the `KERNEL_PRIME_BOOT` variable of the start request's `env`, which both
 to the kernel (they forward `KERNEL_*` variables). The kernel takes it out of its environment at
 boot (prime_kernel/kernel/boot.py); the token is never logged nor recorded here.
 
+A kernel the daemon asks for is recorded in the store (committed) before the request goes out,
+under an id the daemon chooses and sends (`kernel_id` in the body for Kernel Gateway, whose
+jupyter_server takes it; `KERNEL_ID` in `env` for Enterprise Gateway): the gateway lists a
+kernel before its reply reaches the daemon, so a daemon killed in between would otherwise
+leave a kernel no record names, which no later start could shut down (recovery.reap_kernels).
+
 How a remote kernel ends is what the websocket and the gateway say: the socket closing (the
 gateway went away: the kernel is asked for over REST, and gone if the gateway does not answer
 or no longer has it), or a `restarting`/`dead` status (the gateway restarted a kernel that
@@ -48,6 +54,7 @@ from ..protocol.errors import KernelsUnavailable
 from ..protocol.wire import BOOT_ENV
 from .access import TokenRegistry
 from .launcher import KernelLauncher, KernelLink, LocalLauncher, describe_exit
+from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +208,11 @@ def _said(e: HTTPClientError) -> str:
     return str(reply.get("message") or reply.get("reason") or "").strip()[:500]
 
 
+class _NoAnswer(KernelsUnavailable):
+    """The gateway took a request and did not answer it in time: whether it did what was
+    asked (started a kernel) is unknown."""
+
+
 @dataclass
 class _Remote:
     """A kernel of the gateway, as the daemon knows it."""
@@ -266,8 +278,11 @@ class GatewayLauncher(KernelLauncher):
     def _default_auth_token(self) -> str:
         return os.environ.get(AUTH_TOKEN_ENV, "")
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, store: Store | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # Where each kernel is recorded before the gateway is asked for it (None: a launcher
+        # no daemon runs, whose kernels no later start would look for).
+        self.store = store
         self._kernels: dict[str, _Remote] = {}
         self._http = AsyncHTTPClient()
 
@@ -320,13 +335,16 @@ class GatewayLauncher(KernelLauncher):
                 raise self._refused(e) from None
             if isinstance(e, HTTPTimeoutError):
                 # Slow is not down: say which limit ran out, and where it is set.
-                if "connecting" in (e.message or ""):
+                if "connecting" in (e.message or ""):  # nothing was asked of it
                     limit, trait = self.connect_timeout, "GatewayLauncher.connect_timeout"
-                elif timeout:  # a kernel start or restart
-                    limit, trait = timeout, "KernelCustody.kernel_start_timeout"
+                    unanswered: type[KernelsUnavailable] = KernelsUnavailable
                 else:
-                    limit, trait = self.request_timeout, "GatewayLauncher.request_timeout"
-                raise KernelsUnavailable(
+                    unanswered = _NoAnswer
+                    if timeout:  # a kernel start or restart
+                        limit, trait = timeout, "KernelCustody.kernel_start_timeout"
+                    else:
+                        limit, trait = self.request_timeout, "GatewayLauncher.request_timeout"
+                raise unanswered(
                     f"the kernel gateway at {self.url} did not answer within {limit:g} s "
                     f"({e.message}); c.{trait} sets that limit",
                     gateway=self.url,
@@ -374,10 +392,8 @@ class GatewayLauncher(KernelLauncher):
     async def start_kernel(self, *, cwd: str) -> str:
         """A new kernel on the gateway, given its boot document (remote kernels work in the
         gateway's folder, not `cwd`)."""
-        # The gateway names the kernel; its token is minted first (it goes in the request)
-        # under a name of our own, and moved to the gateway's id once that is known.
-        pending = "gateway-pending-" + uuid.uuid4().hex
-        token = self.tokens.mint(pending)
+        kernel_id = str(uuid.uuid4())  # version 4: Enterprise Gateway refuses other ids
+        token = self.tokens.mint(kernel_id)
         boot = {
             "url": self.public_url,
             "token": token,
@@ -390,24 +406,49 @@ class GatewayLauncher(KernelLauncher):
         }
         body = {
             "name": self.remote_kernel_name or self.kernel_name,
-            "env": {**self.kernel_env(), BOOT_ENV: json.dumps(boot)},
+            "kernel_id": kernel_id,
+            "env": {**self.kernel_env(), BOOT_ENV: json.dumps(boot), "KERNEL_ID": kernel_id},
         }
         try:
+            await self._remember(kernel_id)
             model = await self._request("POST", "/api/kernels", body, timeout=self.start_timeout)
+        except (_NoAnswer, asyncio.CancelledError):
+            # The gateway may have started it: the record stays, and the next start asks the
+            # gateway to shut it down (a 404 then forgets it).
+            self.tokens.revoke(kernel_id)
+            raise
         except HTTPClientError as e:
-            self.tokens.revoke(pending)
+            self._forget(kernel_id)
             raise KernelsUnavailable(
                 f"the kernel gateway at {self.url} could not start a {body['name']!r} kernel "
                 f"({_reason(e)})",
                 gateway=self.url,
             ) from None
         except BaseException:
-            self.tokens.revoke(pending)
+            self._forget(kernel_id)
             raise
-        kernel_id = str(model["id"])
-        self.tokens.rename(pending, kernel_id)
-        self._kernels[kernel_id] = _Remote()
-        return kernel_id
+        named = str(model["id"])
+        if named != kernel_id:
+            # A gateway that names its kernels itself: the record and the token follow its id
+            # (recorded once this returns: KernelCustody records every started kernel).
+            self._forget(kernel_id, revoke=False)
+            self.tokens.rename(kernel_id, named)
+        self._kernels[named] = _Remote()
+        return named
+
+    async def _remember(self, kernel_id: str) -> None:
+        """Record the kernel before the gateway is asked for it, and wait until the record is
+        committed: from the moment the gateway has it, a daemon killed leaves its record."""
+        if self.store is not None:
+            self.store.record_kernel(kernel_id, self.record(kernel_id))
+            await self.store.flush()
+
+    def _forget(self, kernel_id: str, *, revoke: bool = True) -> None:
+        """A kernel the gateway did not start under `kernel_id`: its record and token go."""
+        if revoke:
+            self.tokens.revoke(kernel_id)
+        if self.store is not None:
+            self.store.forget_kernel(kernel_id)
 
     def kernel_env(self) -> dict[str, str]:
         """What a start request asks for the kernel's environment: the server's KERNEL_*
@@ -546,10 +587,12 @@ class KernelPlacement(LoggingConfigurable):
         start_timeout: float,
         server_url: str,
         secret: Callable[..., None],
+        store: Store,
     ) -> KernelLauncher:
         """The daemon's launcher (not started yet), reading its own settings
         (`c.GatewayLauncher`, `c.LocalLauncher`, ...); `secret` is told the gateway's
-        credentials, which nothing may record."""
+        credentials, which nothing may record; `store` records a gateway's kernels before
+        they start (what recovery stops after a crash)."""
         common: dict[str, Any] = {
             "parent": self,
             "link": link,
@@ -558,7 +601,7 @@ class KernelPlacement(LoggingConfigurable):
         }
         if self.gateway_url:
             gateway = GatewayLauncher(
-                url=self.gateway_url, server_url=server_url, tokens=tokens, **common
+                url=self.gateway_url, server_url=server_url, tokens=tokens, store=store, **common
             )
             # Never recorded: what the gateway authenticates us with.
             secret(gateway.auth_token, *gateway.headers.values())

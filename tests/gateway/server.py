@@ -92,8 +92,18 @@ class Gateway:
         request = urllib.request.Request(
             self.url + "/api/kernels", headers={"Authorization": f"token {GATEWAY_TOKEN}"}
         )
-        with urllib.request.urlopen(request, timeout=5) as resp:
-            return list(json.loads(resp.read()))
+        for _ in range(100):
+            try:
+                # Kernel Gateway answers nothing while it launches a kernel's process: 8 s on
+                # a loaded machine (2 cores, load 20); 60 s, as c.GatewayLauncher.request_timeout.
+                with urllib.request.urlopen(request, timeout=60) as resp:
+                    return list(json.loads(resp.read()))
+            except urllib.error.HTTPError as e:
+                # A listing made while a kernel's start is midway fails (500: jupyter_server
+                # models the kernel before it has a `last_activity`); the start goes on.
+                if e.code != 500:
+                    raise
+        raise RuntimeError("the kernel gateway failed 100 listings in a row")
 
     def kernel_ids(self) -> set[str]:
         return {k["id"] for k in self.kernels()}
