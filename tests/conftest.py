@@ -33,7 +33,11 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 def prime_config() -> dict[str, Any]:
     """Daemon settings for a test; override the fixture to change them."""
     return {
-        "pool_size": 1,
+        # No warm kernel: most tests start one session or none, and a pool kernel is started
+        # (and waited for at the daemon's stop) even by a test that never uses it, then once
+        # more to refill the pool — 2-3 s of a test's teardown on a loaded machine. The
+        # tests that set pool_size 1 keep a session taking a warm kernel end to end.
+        "pool_size": 0,
         "max_concurrent": 4,
         "cell_timeout": 60.0,
         "keep_root_kernel": 30.0,
