@@ -226,6 +226,14 @@ async def wait_for(
         await asyncio.sleep(0.05)  # the poll's period
 
 
+def until_opened(gate: Path, then: str = "") -> str:
+    """Agent code that waits until the test opens `gate` (creates the file), then runs
+    `then`: the test ends the cell when it has seen what it waited for, where a sleep would
+    guess how long that takes (too short under load, too long otherwise)."""
+    wait = f"while not os.path.exists({str(gate)!r}):\n    time.sleep(0.05)"  # the poll's period
+    return f"import os, time\n{wait}\n{then}"
+
+
 async def cell_runs(daemon: Daemon, session_id: str, timeout: float = 60) -> None:
     """Wait until the session's kernel runs its cell: our cell is in flight and the kernel
     process catches SIGINT, as an ipykernel does only while it handles a request (an

@@ -12,6 +12,7 @@ from typing import Any
 import nbformat
 
 from tests.cli.conftest import CLI, one_line_error, read_until
+from tests.conftest import until_opened
 from tests.procs import server_info
 
 SCRIPTS = {
@@ -100,13 +101,6 @@ def test_the_store_read_directly_says_what_the_server_says(
     server.stop()
     assert cli.json("sessions", root=root) == served
     assert [cli.json("show", s["id"], root=root) for s in served] == shown
-
-
-def until_opened(gate: Path, then: str) -> str:
-    """An agent's cell that waits until the test opens `gate` (creates the file), then does
-    `then`: the test decides when a session ends instead of guessing it with a sleep."""
-    wait = f"while not os.path.exists({str(gate)!r}):\n    time.sleep(0.05)"  # the poll's period
-    return f"import os, time\n{wait}\n{then}"
 
 
 def start_two(
