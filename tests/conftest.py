@@ -96,6 +96,10 @@ def daemon(
     d: Daemon = app.web_app.settings["prime_daemon"]
     yield d
     jp_asyncio_loop.run_until_complete(app.extension_manager.stop_all_extensions())
+    # The kernels left (notebooks') are killed, not asked to shut down as the server's cleanup
+    # would: a kernel takes 1-2 s to exit on a loaded machine, and no test is about that here
+    # (tests/security/test_lifecycle.py and the REST DELETE tests ask for it themselves).
+    jp_asyncio_loop.run_until_complete(app.kernel_manager.shutdown_all(now=True))
 
 
 @pytest.fixture
