@@ -33,7 +33,11 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 def prime_config() -> dict[str, Any]:
     """Daemon settings for a test; override the fixture to change them."""
     return {
-        "pool_size": 1,
+        # No warm kernel: most tests start one session or none, and a pool kernel is started
+        # (and waited for at the daemon's stop) even by a test that never uses it, then once
+        # more to refill the pool — 2-3 s of a test's teardown on a loaded machine. The
+        # tests that set pool_size 1 keep a session taking a warm kernel end to end.
+        "pool_size": 0,
         "max_concurrent": 4,
         "cell_timeout": 60.0,
         "keep_root_kernel": 30.0,
@@ -92,6 +96,10 @@ def daemon(
     d: Daemon = app.web_app.settings["prime_daemon"]
     yield d
     jp_asyncio_loop.run_until_complete(app.extension_manager.stop_all_extensions())
+    # The kernels left (notebooks') are killed, not asked to shut down as the server's cleanup
+    # would: a kernel takes 1-2 s to exit on a loaded machine, and no test is about that here
+    # (tests/security/test_lifecycle.py and the REST DELETE tests ask for it themselves).
+    jp_asyncio_loop.run_until_complete(app.kernel_manager.shutdown_all(now=True))
 
 
 @pytest.fixture
@@ -220,6 +228,14 @@ async def wait_for(
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError(f"{what} was not met within {timeout} s")
         await asyncio.sleep(0.05)  # the poll's period
+
+
+def until_opened(gate: Path, then: str = "") -> str:
+    """Agent code that waits until the test opens `gate` (creates the file), then runs
+    `then`: the test ends the cell when it has seen what it waited for, where a sleep would
+    guess how long that takes (too short under load, too long otherwise)."""
+    wait = f"while not os.path.exists({str(gate)!r}):\n    time.sleep(0.05)"  # the poll's period
+    return f"import os, time\n{wait}\n{then}"
 
 
 async def cell_runs(daemon: Daemon, session_id: str, timeout: float = 60) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import nbformat
 
 from tests.cli.conftest import CLI, one_line_error, read_until
+from tests.conftest import until_opened
 from tests.procs import server_info
 
 SCRIPTS = {
@@ -102,27 +103,39 @@ def test_the_store_read_directly_says_what_the_server_says(
     assert [cli.json("show", s["id"], root=root) for s in served] == shown
 
 
-def start_two(cli: CLI, root: Path) -> tuple[subprocess.Popen[str], subprocess.Popen[str]]:
+def start_two(
+    cli: CLI, root: Path
+) -> tuple[subprocess.Popen[str], subprocess.Popen[str], str, Path, Path]:
     """A run, and a second one started once the first one's server is up (so it hands its
-    task to that server); the first answers at once, the second takes 15 seconds."""
+    task to that server): both processes, the second's session id, and the gates the test
+    opens for the first, then the second, to answer."""
+    gates = root / "first-may-answer", root / "second-may-answer"
     cli.scripts(
         {
-            "quick": {"turns": [{"code": "import time\ntime.sleep(3)\nanswer('first')"}]},
-            "long": {"turns": [{"code": "import time\ntime.sleep(15)\nanswer('second')"}]},
+            "quick": {"turns": [{"code": until_opened(gates[0], "answer('first')")}]},
+            "long": {"turns": [{"code": until_opened(gates[1], "answer('second')")}]},
         }
     )
     first = cli.start("run", "a", "--model", "scripted/quick", root=root)
     server_info(cli.runtime, first)  # its daemon may still be starting: sessions wait for it
-    return first, cli.start("run", "b", "--model", "scripted/long", root=root)
+    second = cli.start("run", "b", "--model", "scripted/long", root=root)
+    assert second.stdout is not None
+    # The second's session is on the first's server (admitted, running) before the first's
+    # ends: otherwise the first would stop serving and the second start its own server.
+    sid = read_until(second.stdout, "session ")[-1].split()[1]
+    return first, second, sid, *gates
 
 
 def test_a_second_run_goes_to_the_server_of_the_first(cli: CLI, root: Path) -> None:
-    first, second = start_two(cli, root)
+    first, second, _, first_gate, second_gate = start_two(cli, root)
     assert first.stdout is not None and first.stderr is not None and second.stdout is not None
+    first_gate.touch()
     # The first prints its answer at once, then serves on until the second's session ends.
     read_until(first.stdout, "Answer: first")
     assert second.poll() is None
     read_until(first.stderr, "this server also runs")
+    assert second.poll() is None
+    second_gate.touch()
     assert second.wait(180) == 0, second.stderr.read() if second.stderr else ""
     assert first.wait(60) == 0
     assert "Answer: second" in second.stdout.read()
@@ -130,9 +143,10 @@ def test_a_second_run_goes_to_the_server_of_the_first(cli: CLI, root: Path) -> N
 
 
 def test_the_first_run_stopped_early_leaves_the_second_resumable(cli: CLI, root: Path) -> None:
-    first, second = start_two(cli, root)
+    # The second's gate stays shut: its session runs on when the first stops serving.
+    first, second, sid, first_gate, _ = start_two(cli, root)
     assert first.stderr is not None and second.stdout is not None and second.stderr is not None
-    sid = read_until(second.stdout, "session ")[-1].split()[1]
+    first_gate.touch()
     read_until(first.stderr, "this server also runs")
     first.send_signal(signal.SIGINT)  # stop serving now
     assert first.wait(60) == 0  # its own session had ended DONE

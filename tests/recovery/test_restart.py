@@ -11,21 +11,28 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import until_opened
+
 from .server import ServerProcess
 
 CHILDREN = 6
 
-# Each child: a slow first cell (the kill lands in it, or before the child started), then an
-# answer with every message recv() returned (each must come exactly once).
-CHILD = {
-    "turns": [
-        {"code": "import time\ntime.sleep(4)"},
-        {
-            "code": "got = []\nwhile (m := recv(timeout=0)) is not None:\n"
-            "    got.append(m['message'])\nanswer((context * 2, got))"
-        },
-    ]
-}
+
+# Each child: a first cell that runs until the test opens `gate` once the server is back (the
+# kill lands in it, or before the child started), then an answer with every message recv()
+# returned (each must come exactly once).
+def child(gate: Path) -> dict[str, Any]:
+    return {
+        "turns": [
+            {"code": until_opened(gate)},
+            {
+                "code": "got = []\nwhile (m := recv(timeout=0)) is not None:\n"
+                "    got.append(m['message'])\nanswer((context * 2, got))"
+            },
+        ]
+    }
+
+
 # Answers at once and stays IDLE (persistent); woken after the restart, it answers with the
 # message that woke it.
 HELPER = {
@@ -48,7 +55,7 @@ ROOT = {
         {"code": "res = rlm.gather(*hs)\nanswer(res)"},
     ]
 }
-SCRIPTS = {"child": CHILD, "helper": HELPER, "root": ROOT, "echo": {"turns": [{"text": "echo"}]}}
+SCRIPTS = {"helper": HELPER, "root": ROOT, "echo": {"turns": [{"text": "echo"}]}}
 
 
 def sessions(server: ServerProcess) -> dict[str, dict[str, Any]]:
@@ -63,7 +70,8 @@ def events(server: ServerProcess, sid: str) -> list[dict[str, Any]]:
 def server(tmp_path: Path) -> Any:
     root = tmp_path / "root"
     root.mkdir()
-    proc = ServerProcess(root, SCRIPTS, {"max_concurrent": 3, "pool_size": 1})
+    scripts = {**SCRIPTS, "child": child(root / "children-may-go-on")}
+    proc = ServerProcess(root, scripts, {"max_concurrent": 3, "pool_size": 1})
     yield proc
     if proc.proc is not None:
         proc.stop(signal.SIGKILL)
@@ -92,6 +100,7 @@ def test_a_fan_out_survives_the_server(server: ServerProcess, how: int) -> None:
     server.stop(how)
 
     server.start()
+    (server.root / "children-may-go-on").touch()
     # Kernels of the dead server are gone (they noticed, or the new daemon stopped them).
     server.wait(lambda: not set(server.kernel_pids()) & set(pids), timeout=30)
     after = sessions(server)

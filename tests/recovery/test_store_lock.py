@@ -4,12 +4,13 @@ daemon goes on serving everyone else: it holds the database exclusively."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from traitlets.config import Config
 
-from tests.conftest import events, start_session, wait_for
+from tests.conftest import events, start_session, until_opened, wait_for
 
 
 @pytest.fixture
@@ -20,6 +21,9 @@ def jp_server_config(jp_server_config: Config) -> Config:
 
 
 async def test_an_agent_cannot_lock_the_store(daemon: Any, script: Any, jp_fetch: Any) -> None:
+    # The agent's connection stays open (had it got the lock, it would hold it) until the
+    # bystander has ended.
+    gate = Path(daemon.root_dir) / "bystander-ended"
     lock = (
         "import sqlite3\n"
         f"db = sqlite3.connect({str(daemon.store.directory / 'prime.sqlite3')!r}, timeout=0.5)\n"
@@ -27,8 +31,7 @@ async def test_an_agent_cannot_lock_the_store(daemon: Any, script: Any, jp_fetch
         "    db.execute('BEGIN IMMEDIATE')\n"
         "    held = 'locked'\n"
         "except Exception as e:\n"
-        "    held = f'{type(e).__name__}: {e}'\n"
-        "import time\ntime.sleep(3)"
+        "    held = f'{type(e).__name__}: {e}'\n" + until_opened(gate)
     )
     locker = await start_session(
         jp_fetch, "lock", model=script([{"code": lock}, {"code": "answer(held)"}])
@@ -38,6 +41,7 @@ async def test_an_agent_cannot_lock_the_store(daemon: Any, script: Any, jp_fetch
     other = await start_session(jp_fetch, "bystander", model=script([{"code": "answer(1)"}]))
     await wait_for(lambda: daemon.registry.get(other).terminal, timeout=60)
     assert daemon.listing.session_json(other)["state"] == "DONE"
+    gate.touch()
     await wait_for(lambda: daemon.registry.get(locker).terminal, timeout=60)
     assert (
         daemon.listing.session_json(locker)["answer_repr"]

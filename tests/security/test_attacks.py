@@ -286,10 +286,12 @@ async def test_a_pickle_bomb_in_an_answer_runs_nothing(
 
 
 async def test_no_tcp_port_for_prime_kernels(prime_mode, daemon, user_kernel, script):
-    # A person's Prime notebook, an agent that stays up (persistent), the pool's spare.
+    # A person's Prime notebook, an agent that stays up (persistent), a pool kernel that
+    # serves no session (the tests' pool keeps none warm: one started as the pool does).
     nb = await user_kernel()
     model = script([{"code": "answer(1)"}])
     assert await nb.value(f"rlm('stay', model={model!r}, persistent=True).result()") == "1"
+    spare = await daemon.custody.pool.start_kernel()
     manager = daemon.kernel_manager
     kernels = list(manager.list_kernel_ids())
     assert len(kernels) >= 3
@@ -298,13 +300,14 @@ async def test_no_tcp_port_for_prime_kernels(prime_mode, daemon, user_kernel, sc
         pid = manager.get_kernel(kernel_id).provisioner.pid
         return [pid, *descendants(pid)]
 
-    # A kernel the pool is starting binds its sockets in a moment.
+    # A kernel that just started binds its sockets in a moment.
     await wait_for(lambda: all(_socket_inodes(pids(k)) for k in kernels), 60)
     listening = _listening_inodes()
     for kernel_id in kernels:
         assert manager.get_kernel(kernel_id).transport == "ipc"
         sockets = _socket_inodes(pids(kernel_id))
         assert not sockets & listening.keys(), [listening[i] for i in sockets & listening.keys()]
+    await daemon.custody.pool.discard(spare)
 
 
 async def test_store_is_private(prime_mode, daemon):

@@ -17,7 +17,7 @@ from traitlets.config import Config
 
 from prime_kernel.daemon.sandbox import Sandbox
 from prime_kernel.protocol.requests import SessionRequest
-from tests.conftest import events, server_config, wait_for
+from tests.conftest import cell_runs, events, server_config, until_opened, wait_for
 
 pytestmark = pytest.mark.skipif(
     Sandbox(mode="auto").probe().mode != "bwrap", reason="bubblewrap does not work here"
@@ -150,11 +150,17 @@ async def test_caps_end_in_their_own_cell(daemon, script, jp_fetch) -> None:
 async def test_each_kernel_has_a_uid_of_its_own(daemon, script) -> None:
     if os.geteuid() != 0:
         pytest.skip("uids of their own only when the server runs as root")
-    model = script([{"code": "import os, time\ntime.sleep(2)\nanswer(os.getuid())"}])
+    # Both kernels run at once (a uid goes back once its kernel is gone): each answers once
+    # both run their cell.
+    gate = Path(daemon.root_dir) / "both-run"
+    model = script([{"code": until_opened(gate, "answer(os.getuid())")}])
     sessions = [
         await daemon.admission.create_session(SessionRequest(f"uid {i}", model=model))
         for i in range(2)
     ]
+    for s in sessions:
+        await cell_runs(daemon, s["id"], 120)
+    gate.touch()
     uids = set()
     for s in sessions:
         assert (await daemon.runs.wait(s["id"], 120))["state"] == "DONE"

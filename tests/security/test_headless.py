@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import until_opened
 from tests.procs import server_info
 
 
@@ -17,8 +18,8 @@ def test_run_keeps_its_token_off_the_command_line_and_refuses_a_bomb(tmp_path: P
     root.mkdir()
     marker = tmp_path / "pwned"
     bomb = (
-        "import os, time\ntime.sleep(4)\n"
-        "class Bomb:\n    def __reduce__(self):\n"
+        # Runs until the test has read the command line (the run lives as long as its session).
+        until_opened(root / "cmdline-read") + "\nclass Bomb:\n    def __reduce__(self):\n"
         f"        return (os.system, ('touch {marker}',))\n"
         "answer(Bomb())"
     )
@@ -46,6 +47,7 @@ def test_run_keeps_its_token_off_the_command_line_and_refuses_a_bomb(tmp_path: P
         assert len(token) >= 32
         with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
             assert token.encode() not in f.read()
+        (root / "cmdline-read").touch()
         out, err = proc.communicate(timeout=240)
     finally:
         proc.kill()

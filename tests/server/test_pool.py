@@ -3,6 +3,7 @@ left behind once they ran, and no REPL snapshot for a turn that ends its session
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from jupyter_events import EventLogger
 
 from prime_kernel.server.kernel_manager import PrimeServerKernelManager
 from prime_kernel.server.status import KERNEL_ACTIONS
-from tests.conftest import events, start_session, wait_for
+from tests.conftest import events, start_session, until_opened, wait_for
 
 
 @pytest.fixture
@@ -26,7 +27,8 @@ def prime_config(prime_config: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_kernels_start_ahead_for_sessions_waiting_for_a_slot(daemon, script, jp_fetch):
-    busy = script([{"code": "import time\ntime.sleep(4)\nanswer('first')"}])
+    gate = Path(daemon.root_dir) / "first-may-answer"
+    busy = script([{"code": until_opened(gate, "answer('first')")}])
     quick = script([{"code": "answer('next')"}])
     first = await start_session(jp_fetch, "hold the only slot", model=busy)
     await wait_for(lambda: daemon.registry.get(first).state.value == "RUNNING", timeout=120)
@@ -35,6 +37,7 @@ async def test_kernels_start_ahead_for_sessions_waiting_for_a_slot(daemon, scrip
     # Three wait for the slot: two kernels (kernels_ahead) start for them meanwhile.
     await wait_for(lambda: daemon.custody.pool.ready == 2, timeout=120)
     assert daemon.registry.get(first).state.value == "RUNNING"
+    gate.touch()
     for sid in [first, *queued]:
         await wait_for(lambda sid=sid: daemon.registry.get(sid).terminal, timeout=120)
         assert daemon.listing.session_json(sid)["state"] == "DONE"

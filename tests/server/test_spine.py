@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,14 @@ from tornado.httpclient import HTTPClientError
 from prime_kernel.daemon import policy
 from prime_kernel.models import profiles
 from prime_kernel.protocol.requests import SessionRequest
-from tests.conftest import RAW_REQUEST, agent_records, events, grant_capability, wait_for
+from tests.conftest import (
+    RAW_REQUEST,
+    agent_records,
+    events,
+    grant_capability,
+    until_opened,
+    wait_for,
+)
 
 
 async def test_rlm_from_prime_kernel(daemon, user_kernel, script, jp_fetch):
@@ -61,7 +69,8 @@ async def test_await_map_gather_and_llm(daemon, user_kernel, script):
 
 
 async def test_child_kernel_is_a_server_kernel(daemon, user_kernel, script, jp_fetch):
-    model = script([{"code": "import time; time.sleep(3); answer(1)"}])
+    gate = Path(daemon.root_dir) / "may-answer"
+    model = script([{"code": until_opened(gate, "answer(1)")}])
     nb = await user_kernel()
     sid = (await nb.value(f"h = rlm('wait', model={model!r}); h.session_id")).strip("'")
     await wait_for(lambda: daemon.registry.get(sid).kernel_id is not None)
@@ -69,6 +78,7 @@ async def test_child_kernel_is_a_server_kernel(daemon, user_kernel, script, jp_f
     kernels = json.loads((await jp_fetch("api", "kernels")).body)
     assert kernel_id in {k["id"] for k in kernels}
     assert next(k for k in kernels if k["id"] == kernel_id)["name"] == "prime-agent"
+    gate.touch()
     assert await nb.value("h.result()") == "1"
 
 
