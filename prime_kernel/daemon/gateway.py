@@ -32,8 +32,6 @@ import contextlib
 import json
 import logging
 import os
-import queue
-import secrets
 import signal
 import urllib.parse
 import uuid
@@ -41,171 +39,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_client.jsonutil import json_default
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
-from jupyter_client.session import Session
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.simple_httpclient import HTTPTimeoutError
-from tornado.websocket import WebSocketClientConnection, websocket_connect
 from traitlets import Bool, Dict, Float, Instance, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from ..protocol.errors import KernelsUnavailable
 from ..protocol.wire import BOOT_ENV
 from .access import TokenRegistry
+from .gateway_client import GatewayKernelClient, gateway_said, reason
 from .launcher import KernelLauncher, KernelLink, LocalLauncher, describe_exit
 from .store import Store
 
 log = logging.getLogger(__name__)
 
 AUTH_TOKEN_ENV = "PRIME_GATEWAY_AUTH_TOKEN"
-# Largest websocket message taken from the gateway (a cell's rich output can be big).
-MAX_MESSAGE = 100 * 1024 * 1024
-
-
-class GatewayKernelClient:
-    """A kernel client over a gateway's websocket: what `KernelRunner` uses of a
-    jupyter_client `AsyncKernelClient` (execute and kernel_info requests out, shell and IOPub
-    messages in)."""
-
-    def __init__(self, request: HTTPRequest) -> None:
-        self.request = request
-        # The gateway checks no signature of ours (it signs what it forwards to its kernel
-        # with the kernel's key); a random key keeps jupyter_client from warning.
-        self.session = Session(key=secrets.token_bytes(16))
-        self._shell: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._iopub: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._outbox: list[str] = []
-        self._ws: WebSocketClientConnection | None = None
-        self._task: asyncio.Task[None] | None = None
-        # Why the connection (or the kernel behind it) ended; None while it works.
-        self.ended: str | None = None
-
-    @property
-    def connected(self) -> bool:
-        return self._ws is not None and self.ended is None
-
-    def start_channels(
-        self,
-        shell: bool = True,
-        iopub: bool = True,
-        stdin: bool = False,
-        hb: bool = False,
-        control: bool = False,
-    ) -> None:
-        # One websocket carries every channel: nothing to choose.
-        self._task = asyncio.create_task(self._run(), name="gateway-channels")
-
-    def stop_channels(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
-        if self._ws is not None:
-            self._ws.close()
-            self._ws = None
-        self.ended = self.ended or "the client closed the connection"
-
-    async def _run(self) -> None:
-        try:
-            ws = await websocket_connect(self.request, max_message_size=MAX_MESSAGE)
-        except Exception as e:
-            self.ended = f"could not open the kernel's websocket on the gateway: {_reason(e)}"
-            return
-        # Requests made while connecting go first, in order (tornado queues writes in order).
-        for text in self._outbox:
-            _send(ws, text)
-        self._outbox.clear()
-        self._ws = ws
-        while True:
-            raw = await ws.read_message()
-            if raw is None:
-                self.ended = self.ended or "the gateway closed the kernel's websocket"
-                return
-            if isinstance(raw, bytes):  # binary buffers: nothing the daemon reads
-                continue
-            msg = json.loads(raw)
-            channel = msg.get("channel")
-            if channel == "shell":
-                self._shell.put_nowait(msg)
-            elif channel == "iopub":
-                state = (msg.get("content") or {}).get("execution_state")
-                if msg["header"].get("msg_type") == "status" and state in ("restarting", "dead"):
-                    # The gateway's own restarter replaced a kernel that died: the REPL is gone.
-                    self.ended = f"the kernel died on the gateway (status {state})"
-                self._iopub.put_nowait(msg)
-
-    def _send(self, msg: dict[str, Any], channel: str) -> str:
-        msg["channel"] = channel
-        text = json.dumps(msg, default=json_default)
-        if self._ws is None:
-            self._outbox.append(text)
-        else:
-            _send(self._ws, text)
-        return str(msg["header"]["msg_id"])
-
-    def kernel_info(self) -> str:
-        return self._send(self.session.msg("kernel_info_request"), "shell")
-
-    def execute(
-        self,
-        code: str,
-        silent: bool = False,
-        store_history: bool = True,
-        user_expressions: dict[str, Any] | None = None,
-        allow_stdin: bool | None = None,
-        stop_on_error: bool = True,
-    ) -> str:
-        content = {
-            "code": code,
-            "silent": silent,
-            "store_history": store_history,
-            "user_expressions": user_expressions or {},
-            "allow_stdin": bool(allow_stdin),
-            "stop_on_error": stop_on_error,
-        }
-        return self._send(self.session.msg("execute_request", content), "shell")
-
-    async def get_shell_msg(self, timeout: float | None = None) -> dict[str, Any]:
-        return await _get(self._shell, timeout)
-
-    async def get_iopub_msg(self, timeout: float | None = None) -> dict[str, Any]:
-        return await _get(self._iopub, timeout)
-
-
-def _send(ws: WebSocketClientConnection, text: str) -> None:
-    try:
-        future = ws.write_message(text)
-    except Exception:  # closed: the read loop says why
-        return
-    # A write that fails later (the connection dropped) is seen by the read loop too.
-    future.add_done_callback(lambda f: f.exception())
-
-
-async def _get(q: asyncio.Queue[dict[str, Any]], timeout: float | None) -> dict[str, Any]:
-    try:
-        return await asyncio.wait_for(q.get(), timeout)
-    except asyncio.TimeoutError:
-        raise queue.Empty from None
-
-
-def _reason(e: BaseException) -> str:
-    if isinstance(e, HTTPClientError) and e.code != 599:
-        said = _said(e)
-        return f"HTTP {e.code}: {said}" if said else f"HTTP {e.code} {e.message or ''}".strip()
-    return str(getattr(e, "real_error", None) or e) or type(e).__name__
-
-
-def _said(e: HTTPClientError) -> str:
-    """What the gateway said in its error reply (the `message` of its JSON: tornado's, as both
-    gateways send it), if anything."""
-    body = getattr(e.response, "body", None) if e.response is not None else None
-    try:
-        reply = json.loads(body or b"")
-    except (ValueError, TypeError):
-        return ""
-    if not isinstance(reply, dict):
-        return ""
-    return str(reply.get("message") or reply.get("reason") or "").strip()[:500]
 
 
 class _NoAnswer(KernelsUnavailable):
@@ -359,7 +208,7 @@ class GatewayLauncher(KernelLauncher):
     def _refused(self, e: HTTPClientError) -> KernelsUnavailable:
         """A 401 or 403: the gateway's own reason when it gives one (Enterprise Gateway: "User
         'root' is not authorized to start kernel …"), else what to check here."""
-        said = _said(e)
+        said = gateway_said(e)
         if said.lower() in ("unauthorized", "forbidden"):  # the status's name: nothing more
             said = ""
         if said and e.code == 403:
@@ -381,7 +230,7 @@ class GatewayLauncher(KernelLauncher):
 
     def _unreachable(self, e: BaseException) -> KernelsUnavailable:
         return KernelsUnavailable(
-            f"the kernel gateway at {self.url} is unreachable ({_reason(e)})", gateway=self.url
+            f"the kernel gateway at {self.url} is unreachable ({reason(e)})", gateway=self.url
         )
 
     def _kernel_path(self, kernel_id: str, action: str = "") -> str:
@@ -421,7 +270,7 @@ class GatewayLauncher(KernelLauncher):
             self._forget(kernel_id)
             raise KernelsUnavailable(
                 f"the kernel gateway at {self.url} could not start a {body['name']!r} kernel "
-                f"({_reason(e)})",
+                f"({reason(e)})",
                 gateway=self.url,
             ) from None
         except BaseException:
@@ -505,7 +354,7 @@ class GatewayLauncher(KernelLauncher):
             except KernelsUnavailable as e:
                 remote.ended = e.message
             except HTTPClientError as e:
-                remote.ended = f"the gateway no longer has the kernel ({_reason(e)})"
+                remote.ended = f"the gateway no longer has the kernel ({reason(e)})"
             else:  # it has: the socket closed, or the kernel died and was restarted there
                 remote.ended = client.ended if client is not None else None
         return None if remote.ended is None else 1
