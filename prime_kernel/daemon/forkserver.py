@@ -162,20 +162,30 @@ class Template:
             str(os.getpid()),
             " " * ROOM,
         ]
+
+        def spawn() -> subprocess.Popen[bytes]:
+            try:
+                return subprocess.Popen(
+                    argv,
+                    env=self.env,
+                    # Not the kernels' folder: `python -m` puts its working folder first on the
+                    # import path, and agents write in theirs (a module they left there would
+                    # be imported here, outside any sandbox). Each kernel moves to its own.
+                    cwd=private.base(),
+                    pass_fds=[theirs.fileno()],
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            finally:
+                theirs.close()
+
         try:
-            self._process = subprocess.Popen(
-                argv,
-                env=self.env,
-                # Not the kernels' folder: `python -m` puts its working folder first on the
-                # import path, and agents write in theirs (a module they left there would be
-                # imported here, outside any sandbox). Each kernel moves to its own.
-                cwd=private.base(),
-                pass_fds=[theirs.fileno()],
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        finally:
-            theirs.close()
+            # In a thread: the loop serves meanwhile (Python lets go of the GIL while the child
+            # execs; on the loop, this held requests up to a quarter second under load).
+            self._process = await asyncio.to_thread(spawn)
+        except BaseException:
+            ours.close()  # a template started all the same ends when it sees this end closed
+            raise
         self.pid = self._process.pid
         self.started = time.monotonic()
         self._sock = ours
