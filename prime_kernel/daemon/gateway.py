@@ -57,11 +57,6 @@ log = logging.getLogger(__name__)
 AUTH_TOKEN_ENV = "PRIME_GATEWAY_AUTH_TOKEN"
 
 
-class _NoAnswer(KernelsUnavailable):
-    """The gateway took a request and did not answer it in time: whether it did what was
-    asked (started a kernel) is unknown."""
-
-
 @dataclass
 class _Remote:
     """A kernel of the gateway, as the daemon knows it."""
@@ -186,18 +181,20 @@ class GatewayLauncher(KernelLauncher):
                 # Slow is not down: say which limit ran out, and where it is set.
                 if "connecting" in (e.message or ""):  # nothing was asked of it
                     limit, trait = self.connect_timeout, "GatewayLauncher.connect_timeout"
-                    unanswered: type[KernelsUnavailable] = KernelsUnavailable
+                    unanswered = False
                 else:
-                    unanswered = _NoAnswer
+                    unanswered = True
                     if timeout:  # a kernel start or restart
                         limit, trait = timeout, "KernelCustody.kernel_start_timeout"
                     else:
                         limit, trait = self.request_timeout, "GatewayLauncher.request_timeout"
-                raise unanswered(
+                slow = KernelsUnavailable(
                     f"the kernel gateway at {self.url} did not answer within {limit:g} s "
                     f"({e.message}); c.{trait} sets that limit",
                     gateway=self.url,
-                ) from None
+                )
+                slow.unanswered = unanswered
+                raise slow from None
             if e.code == 599:
                 raise self._unreachable(e) from None
             raise
@@ -261,7 +258,10 @@ class GatewayLauncher(KernelLauncher):
         try:
             await self._remember(kernel_id)
             model = await self._request("POST", "/api/kernels", body, timeout=self.start_timeout)
-        except (_NoAnswer, asyncio.CancelledError):
+        except (KernelsUnavailable, asyncio.CancelledError) as e:
+            if isinstance(e, KernelsUnavailable) and not e.unanswered:
+                self._forget(kernel_id)
+                raise
             # The gateway may have started it: the record stays, and the next start asks the
             # gateway to shut it down (a 404 then forgets it).
             self.tokens.revoke(kernel_id)

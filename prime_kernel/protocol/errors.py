@@ -174,6 +174,9 @@ class KernelsUnavailable(Unavailable):
         "agent kernels cannot be started or reached now (a kernel gateway that is down or "
         "refuses the daemon); a session that lost its kernel to it can run again once it is back"
     )
+    # Set when a request went out and no answer came in time: whether the gateway did what was
+    # asked (started a kernel) is unknown, so what it may have made is kept track of.
+    unanswered = False
 
 
 class UnsafePickle(PrimeError, ValueError):
