@@ -155,6 +155,13 @@ EXAMPLES: tuple[Example, ...] = (
         "answer(sorted([3, 12, 5], reverse=True))",
     ),
     ("What is the smallest number in [14, 3, 27, 9]?", "answer(min([14, 3, 27, 9]))"),
+    ("What is the biggest number in [31, 6, 58, 12]?", "answer(max([31, 6, 58, 12]))"),
+    # the k-th largest: the model indexed sorted()'s smallest-first order from the front
+    (
+        "What is the third largest number in [15, 42, 8, 27, 33]?",
+        "nums = sorted([15, 42, 8, 27, 33], reverse=True)  # the largest first\n"
+        "answer(nums[2])  # the 1st largest is nums[0], the 3rd nums[2]",
+    ),
     ("What is the average of [2, 4, 9]?", "nums = [2, 4, 9]\nanswer(sum(nums) / len(nums))"),
     (
         "Which numbers in [3, 8, 11, 14] are odd?",
@@ -331,12 +338,19 @@ _SYNONYMS = {
 
 
 _MOST_OFTEN = re.compile(r"\b(?:large|big|high|great)\w*\s+(?:number|count)\s+of\b", re.IGNORECASE)
+# "the second largest", "the 3rd smallest": a rank in an order, which the shape [kth] stands
+# for; the ordinal is no word of its own ("second" would match a task about seconds).
+_KTH = re.compile(
+    r"\b(?:second|third|fourth|fifth|\d+(?:st|nd|rd|th))(?=\s+(?:large|big|high|great|small|low)\w*)",
+    re.IGNORECASE,
+)
 
 
 def _words(text: str) -> set[str]:
     out = set()
     # "the largest number of tickets" asks which value occurs most often, not for a maximum
     text = _MOST_OFTEN.sub("most often", text)
+    text = _KTH.sub(" ", text)
     for word in re.findall(r"[a-z]+", text.lower()):
         if word in _STOP:
             continue
@@ -388,6 +402,8 @@ def _shapes(text: str) -> set[str]:
             for kind, stems in _UNITS.items()
             if any(re.fullmatch(stems, unit) for unit in named)
         }
+    if _KTH.search(text):
+        shapes.add("[kth]")
     if re.search(r"\d!", text):  # 12! is the factorial of 12
         shapes.add("factorial")
     # "from largest to smallest" says decreasing in other words

@@ -111,6 +111,10 @@ def test_closest_examples_match_the_task_kind() -> None:
     assert "reverse=True" in nearest_code("put 4, 9, 1 from biggest to smallest")
     assert "convert(" in nearest_code("How many grams are in 3 pounds?")
     assert "title()" in nearest_code("capitalise every word of 'big blue sea'")
+    # A rank in an order is its own kind: the k-th largest, not the largest, not seconds.
+    assert "reverse=True" in nearest_code("Which is the second biggest number in [5, 17, 9]?")
+    assert "max(" in nearest_code("What is the largest number in [12, 45, 7]?")
+    assert "convert(" in nearest_code("How many seconds are in 3 hours?")
     # Deterministic, nearest last, and never more than asked for.
     assert cookbook.closest("What is 5 + 5?", 3) == cookbook.closest("What is 5 + 5?", 3)
     assert len(cookbook.closest("anything", 2)) == 2
