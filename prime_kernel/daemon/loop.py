@@ -272,6 +272,9 @@ class AgentLoop:
                 if self.copied_example(code):
                     runs.append(policy.CellRun(code, policy.copied_example_text(), False))
                     break
+                if self.overwrites_context(code):
+                    runs.append(policy.CellRun(code, policy.overwritten_context_text(), False))
+                    break
                 runs.append(await self.execute(code))
                 if self.host.answered(self.live):
                     break
@@ -304,6 +307,14 @@ class AgentLoop:
             ):
                 self.failed.extend(messages[i - 1 : i + 1])  # the example's task and code
         return True
+
+    def overwrites_context(self, code: str) -> bool:
+        """(profile.no_copies) Whether `code` would replace the task's data with a literal."""
+        return (
+            self.profile.no_copies
+            and bool(self.live.record.context_type)
+            and policy.overwrites_context(code)
+        )
 
     def note_failure(
         self, runs: list[policy.CellRun], notes: list[str], turn: tuple[Message, Message]

@@ -200,6 +200,39 @@ def copies_example(code: str, example: str, task: str) -> bool:
     )
 
 
+def overwrites_context(code: str) -> bool:
+    """Whether `code` assigns a literal to `context`: a small model shown the start of the
+    task's data ('name,city,age\nAda,Lille,77 …') wrote it back as `context = '…'`, and its
+    right code then counted on the stub (a wrong answer, learned as a caution with right code)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if not any(isinstance(t, ast.Name) and t.id == "context" for t in targets):
+            continue
+        try:
+            ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        return True
+    return False
+
+
+def overwritten_context_text() -> str:
+    """What the model is shown instead of running code that overwrites `context`."""
+    return (
+        "Not run: context already holds the task's whole data (what you were shown is only its "
+        "start). Do not assign context; use it as it is."
+    )
+
+
 def copied_example_text() -> str:
     """What the model is shown instead of running a worked example's code copied whole: its
     answer would be the example's, a wrong answer given with confidence."""

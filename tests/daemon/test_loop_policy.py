@@ -287,6 +287,29 @@ async def test_the_coder_profile_refuses_an_example_copied_whole(
     assert not any(copied in text for text in shown)
 
 
+async def test_the_coder_profile_does_not_let_context_be_overwritten_by_its_preview(
+    script: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[list[dict[str, Any]]] = []
+    data = "name,city\n" + "".join(f"p{i},{'Lyon' if i % 3 else 'Nice'}\n" for i in range(60))
+    stub = "context = 'name,city\\np0,Nice\\np1,Lyon'\n"
+    count = "answer(sum(1 for line in context.splitlines() if line.endswith(',Lyon')))\n"
+
+    def turn(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        sent.append(messages)
+        retrying = "Do not assign context" in messages[-2]["content"]
+        return {"text": count if retrying else stub + count}
+
+    model = script([turn] * 5, tools=False)
+    monkeypatch.setitem(profiles.PROFILES, model, profiles.CODER)
+    host = FakeHost(context=data)
+    await run(host, session(model, "How many live in Lyon?", context_type="str"))
+    # The stub never replaced the data: the count is over all 60 rows, not the preview's two.
+    assert host.answers == ["40"]
+    assert host.cells[2:] == [count.strip()]
+    assert policy.overwritten_context_text() in sent[1][-2]["content"]
+
+
 async def test_the_small_profile_is_shown_two_learned_examples_it_can_write_back(
     script: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -142,3 +142,16 @@ def test_an_example_copied_whole_is_refused_only_where_its_values_are_not_the_ta
     assert not policy.copies_example(example, example, "Reverse 'jupyter', please.")
     assert not policy.copies_example("answer(max(context))", "answer(max(context))", "Max?")
     assert not policy.copies_example("answer('notebook'[::-1])", example, "Reverse 'notebook'.")
+
+
+def test_a_literal_assigned_to_context_is_told_apart_from_work_on_it() -> None:
+    assert policy.overwrites_context("context = 'name,city\\nAda,Lille'")
+    assert policy.overwrites_context("import csv\ncontext: list = [1, 2, 3]\nanswer(sum(context))")
+    assert policy.overwrites_context("if True:\n    context = {'a': (1, 2)}")
+    for code in (
+        "context = context.strip()",
+        "context = json.loads(context)",
+        "rows = 'a,b'",
+        "answer(len(context)",  # not Python: the kernel says so
+    ):
+        assert not policy.overwrites_context(code), code
