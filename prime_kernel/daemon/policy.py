@@ -150,7 +150,7 @@ def error_hint(text: str, code: str = "", context_type: str = "") -> str | None:
     # ('people.csv'), again and again: "use the file the task names" named none.
     if context_type and (m := _NO_FILE.search(text)):
         how = (
-            " (CSV text: rows = list(csv.DictReader(context.splitlines())))"
+            " (if it is CSV text: rows = list(csv.DictReader(context.splitlines())))"
             if context_type == "str"
             else ""
         )
