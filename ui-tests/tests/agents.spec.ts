@@ -120,9 +120,12 @@ interface ITraceEvent {
  * What each update of the session list cost the main thread, from a Chrome trace: the task
  * that ran it (the one enclosing the end of its `prime-kernel:sessions-update` measure), by its
  * CPU time (`tdur`) and wall time, and the style, layout and paint of the next frame (CPU), in
- * ms. That frame may also draw other changes: an upper bound.
+ * ms. That frame may also draw other changes: an upper bound. `untasked`: no task was recorded
+ * around it, and its own wall time stands for its CPU time.
  */
-function updateTasks(trace: { traceEvents: ITraceEvent[] } | ITraceEvent[]): { cpu: number; wall: number; render: number }[] {
+function updateTasks(
+  trace: { traceEvents: ITraceEvent[] } | ITraceEvent[]
+): { cpu: number; wall: number; render: number; untasked: boolean }[] {
   const events = Array.isArray(trace) ? trace : trace.traceEvents;
   const ends = events.filter(e => e.name === 'prime-kernel:sessions-update' && e.ph === 'e');
   const main = (e: ITraceEvent) => ends.length > 0 && e.pid === ends[0].pid && e.tid === ends[0].tid && e.ph === 'X';
@@ -142,16 +145,23 @@ function updateTasks(trace: { traceEvents: ITraceEvent[] } | ITraceEvent[]): { c
     const holding = tasks
       .filter(t => holds(t, end.ts, 200))
       .sort((a, b) => away(a, end.ts) - away(b, end.ts) || (b.dur ?? 0) - (a.dur ?? 0));
+    const nextFrame = (after: number) => {
+      const frame = tasks.find(t => t.ts >= after && rendering.some(r => holds(t, r.ts)));
+      // Only its style, layout and paint: the same task may also run other work.
+      return frame ? rendering.filter(r => holds(frame, r.ts)).reduce((sum, r) => sum + cpu(r), 0) : 0;
+    };
     if (!holding.length) {
-      const around = events.filter(e => main(e) && holds(e, end.ts, 1000)).map(e => `${e.name}@${e.ts}+${e.dur}`);
-      throw new Error(`no task holds the update that ended at ${end.ts}; main-thread events near it: ${around.join(', ')}`);
+      // Chrome sometimes records no task around an update (seen once in CI: only the measure
+      // call itself near it). The update is synchronous, so its own measure, begin to end, is
+      // its wall time: an upper bound of its CPU time, counted as such.
+      const begin = events
+        .filter(e => e.name === end.name && e.ph === 'b' && e.ts <= end.ts)
+        .reduce<ITraceEvent | null>((latest, e) => (latest === null || e.ts > latest.ts ? e : latest), null);
+      const wall = begin ? (end.ts - begin.ts) / 1000 : Infinity;
+      return { cpu: wall, wall, render: nextFrame(end.ts), untasked: true };
     }
     const task = holding[0];
-    const after = task.ts + (task.dur ?? 0);
-    const frame = tasks.find(t => t.ts >= after && rendering.some(r => holds(t, r.ts)));
-    // Only its style, layout and paint: the same task may also run other work.
-    const render = frame ? rendering.filter(r => holds(frame, r.ts)).reduce((sum, r) => sum + cpu(r), 0) : 0;
-    return { cpu: cpu(task), wall: (task.dur ?? 0) / 1000, render };
+    return { cpu: cpu(task), wall: (task.dur ?? 0) / 1000, render: nextFrame(task.ts + (task.dur ?? 0)), untasked: false };
   });
 }
 
@@ -1321,7 +1331,8 @@ test('1,000 sessions: an update costs at most 16 ms of main-thread time and neve
     `the update itself (User Timing, wall): ${stats(measures.map(m => m.ms))}; ` +
     `the main-thread task that ran it (trace): CPU ${stats(tasks.map(t => t.cpu))}, wall ${stats(tasks.map(t => t.wall))}; ` +
     `with the next frame's rendering: CPU ${stats(tasks.map(t => t.cpu + t.render))}; ` +
-    `list fetches: ${fetches.length}, all with changed_after: ${fetches.every(q => q.includes('changed_after='))}`;
+    `list fetches: ${fetches.length}, all with changed_after: ${fetches.every(q => q.includes('changed_after='))}; ` +
+    `updates with no task recorded around them (counted at their wall time): ${tasks.filter(t => t.untasked).length}`;
   console.log(`update cost: ${report}`);
   info.annotations.push({ type: 'update cost', description: report });
   expect(measures.length).toBeGreaterThanOrEqual(updates);
