@@ -113,9 +113,7 @@ class Daemon(LoggingConfigurable):
             snapshots=self.snapshots,
             on_user_cell=lambda live, cell: self.host.on_user_cell(live, cell),
         )
-        self.spills = Spills(
-            shared, run_silent=custody.run_silent, timeout=lambda: custody.cell_timeout
-        )
+        self.spills = Spills(shared, run_silent=custody.run_silent)
         self.passivation = Passivation(
             shared,
             self.snapshots,
