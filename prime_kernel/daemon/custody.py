@@ -235,14 +235,20 @@ class KernelCustody(LoggingConfigurable):
         live.record.update(kernel_id=None)
 
     # -- cells of the daemon's own, replacing a kernel -----------------------------------
-    async def run_silent(self, live: LiveSession, code: str, timeout: float) -> CellResult:
-        """A cell of the daemon's own (a gate, a spill) in the session's kernel: not recorded
-        as a cell; a kernel it kills is replaced as for an agent's cell."""
+    async def run_silent(
+        self, live: LiveSession, code: str, timeout: float | None = None
+    ) -> CellResult:
+        """A cell of the daemon's own (a gate, a spill) in the session's kernel, stopped after
+        `timeout` seconds (None: `cell_timeout`, as an agent's cell): not recorded as a cell; a
+        kernel it kills is replaced as for an agent's cell."""
         runner = live.runner
         if runner is None:
             raise PrimeError("the session has no kernel")
         result = await runner.execute(
-            code, silent=True, timeout=timeout, interrupt_grace=self.interrupt_grace
+            code,
+            silent=True,
+            timeout=self.cell_timeout if timeout is None else timeout,
+            interrupt_grace=self.interrupt_grace,
         )
         if result.status in ("died", "killed"):
             await self.replace(live, result)

@@ -1,5 +1,5 @@
 """The daemon: the composition root. It builds the services (admission, runs, the loop's host,
-answers, kernel custody, concurrency slots, access, listing, mail, schedules, recovery, ...),
+answers, the kernel side, concurrency slots, access, listing, mail, schedules, refinement, ...),
 hands each the narrow pieces it needs, wires the effects of state changes, and opens, starts and
 stops them; the server adapter and the CLI call the services themselves. Plain asyncio: it never
 imports tornado.
@@ -24,20 +24,18 @@ from .accounting import Accounting
 from .admission import Admission
 from .answers import Answers
 from .autonomy import Autonomy
-from .custody import KernelCustody
 from .disk import DiskSpace
 from .events import EventLog
 from .gateway import GatewayLauncher, KernelPlacement
 from .goals import Goals
 from .host import Host
+from .kernel_side import KERNEL_SIDE, KernelSide
 from .launcher import KernelLauncher, KernelLink, LocalLauncher
 from .learning import Learner
 from .lifecycle import Lifecycle
 from .listing import Listing
 from .mailbox import Mailbox
 from .moved import HARNESS_MOVED, MOVED, relocate
-from .passivation import Passivation
-from .recovery import Recovery
 from .refining import Refiner
 from .registry import SessionRegistry
 from .replay import Replays
@@ -46,8 +44,6 @@ from .schedules import Schedules
 from .secrets import Secrets
 from .shared import Shared
 from .slots import Slots
-from .snapshots import Snapshots
-from .spills import Spills
 from .store import SqliteStore, Store
 from .tasks import Background
 
@@ -103,33 +99,21 @@ class Daemon(LoggingConfigurable):
         self.replays = Replays(store, registry)
         self.disk = DiskSpace(self.root_dir, self.store_dir, store, parent=self)
         self.goals = Goals(registry, events, parent=self)  # a StoreEditor builds one too
-        # Kernels: a session's kernel, its REPL's snapshots, what its REPL keeps.
-        self.snapshots = Snapshots(
-            store, events, lambda: self.custody.cell_timeout, cap=lambda: self.spills.snapshot_cap
-        )
-        self.custody = custody = KernelCustody(
+        # Kernels: a session's kernel and the REPL in it (kernel_side.py builds them).
+        kernels = KernelSide.build(
             shared,
             tokens=tokens,
-            snapshots=self.snapshots,
             on_user_cell=lambda live, cell: self.host.on_user_cell(live, cell),
         )
-        self.spills = Spills(
-            shared, run_silent=custody.run_silent, timeout=lambda: custody.cell_timeout
-        )
-        self.passivation = Passivation(
-            shared,
-            self.snapshots,
-            custody.release,
-            before_save=lambda live: self.spills.auto_spill(live, "passivation"),
-        )
-        self.recovery = Recovery(
-            shared, snapshots=self.snapshots, release=custody.release, revoke=tokens.revoke
-        )
+        # The daemon's own names for them: the server's handlers and the CLI reach them so.
+        self.custody, self.snapshots = kernels.custody, kernels.snapshots
+        self.spills, self.passivation = kernels.spills, kernels.passivation
+        self.recovery = kernels.recovery
         # Sessions: admitted, reached, answering, listed; their mail and heartbeats.
         self.listing = Listing(
             registry,
             accounting,
-            custody.alive,
+            kernels.custody.alive,
             lambda: self.admission.max_name_chars,
             store,
             epoch=new_id(),  # list cursors (`changed_after`) are only valid within this run
@@ -139,7 +123,7 @@ class Daemon(LoggingConfigurable):
         )
         self.autonomy = Autonomy(
             shared,
-            run_silent=custody.run_silent,
+            run_silent=kernels.custody.run_silent,
             answers=answers,
             workdir=lambda: str(Path(self.root_dir).resolve()),
         )
@@ -172,13 +156,10 @@ class Daemon(LoggingConfigurable):
         self.host = Host(
             shared,
             router=self.router,
-            custody=custody,
-            snapshots=self.snapshots,
-            passivation=self.passivation,
+            kernels=kernels,
             mailbox=self.mailbox,
             goals=self.goals,
             autonomy=self.autonomy,
-            spills=self.spills,
             admission=self.admission,
             harness=self.harness,
             learner=self.learner,
@@ -194,14 +175,11 @@ class Daemon(LoggingConfigurable):
             shared,
             host=self.host,
             slots=self.slots,
-            custody=custody,
-            snapshots=self.snapshots,
-            passivation=self.passivation,
+            kernels=kernels,
             replays=self.replays,
             autonomy=self.autonomy,
             disk=self.disk,
             listing=self.listing,
-            recovery=self.recovery,
             answers=answers,
             waits=self.schedules.keeps_alive,
             has_unread=self.mailbox.has_unread,
@@ -299,9 +277,7 @@ SERVICES: tuple[type[LoggingConfigurable], ...] = (
     KernelLauncher,
     LocalLauncher,
     GatewayLauncher,
-    KernelCustody,
-    Spills,
-    Passivation,
+    *KERNEL_SIDE,
     DiskSpace,
     Goals,
     Admission,
@@ -311,7 +287,6 @@ SERVICES: tuple[type[LoggingConfigurable], ...] = (
     Schedules,
     Host,
     ModelRouter,
-    Recovery,
     Harness,
     Refiner,
     Learner,

@@ -32,20 +32,17 @@ from .admission import Admission
 from .answers import Answers
 from .autonomy import Autonomy
 from .compaction import compact_if_needed
-from .custody import KernelCustody
 from .disk import DiskSpace
 from .goals import Goals
+from .kernel_side import KernelSide
 from .kernels import CellResult
 from .learning import Learner
 from .mailbox import Mailbox
 from .observation import render
-from .passivation import Passivation
 from .prompt_cache import stable_length
 from .replay import Replays
 from .session import LiveSession
 from .shared import Shared
-from .snapshots import Snapshots
-from .spills import Spills
 from .streaming import ReplyStream
 
 
@@ -89,13 +86,10 @@ class Host(LoggingConfigurable):
         shared: Shared,
         *,
         router: ModelRouter,
-        custody: KernelCustody,
-        snapshots: Snapshots,
-        passivation: Passivation,
+        kernels: KernelSide,
         mailbox: Mailbox,
         goals: Goals,
         autonomy: Autonomy,
-        spills: Spills,
         admission: Admission,
         harness: Harness,
         learner: Learner,
@@ -112,13 +106,13 @@ class Host(LoggingConfigurable):
         self.router = router
         self.events = shared.events
         self.accounting = shared.accounting
-        self.custody = custody
-        self.snapshots = snapshots
-        self.passivation = passivation
+        self.custody = kernels.custody
+        self.snapshots = kernels.snapshots
+        self.passivation = kernels.passivation
+        self.spills = kernels.spills
         self.mailbox = mailbox
         self.goals = goals
         self.autonomy = autonomy
-        self.spills = spills
         self.admission = admission
         self.harness = harness
         self.learner = learner

@@ -26,18 +26,16 @@ from ..protocol.errors import Conflict, KernelsUnavailable, PrimeError
 from ..protocol.states import SessionState
 from .answers import Answers
 from .autonomy import Autonomy
-from .custody import KernelCustody
 from .disk import DiskSpace
+from .kernel_side import KernelSide
 from .listing import Listing
 from .loop import AgentLoop, LoopHost, TurnLimitReached
-from .passivation import Passivation
 from .records import SessionRecord
-from .recovery import Recovery, Resumption
+from .recovery import Resumption
 from .replay import Replays
 from .session import LiveSession
 from .shared import Shared
 from .slots import Slots
-from .snapshots import Snapshots
 
 
 class Runs(LoggingConfigurable):
@@ -51,14 +49,11 @@ class Runs(LoggingConfigurable):
         *,
         host: LoopHost,
         slots: Slots,
-        custody: KernelCustody,
-        snapshots: Snapshots,
-        passivation: Passivation,
+        kernels: KernelSide,
         replays: Replays,
         autonomy: Autonomy,
         disk: DiskSpace,
         listing: Listing,
-        recovery: Recovery,
         waits: Callable[[str], bool],
         has_unread: Callable[[LiveSession], Coroutine[Any, Any, bool]],
         answers: Answers,
@@ -69,14 +64,14 @@ class Runs(LoggingConfigurable):
         self.registry = shared.registry
         self.lifecycle = shared.lifecycle
         self.slots = slots
-        self.custody = custody
-        self.snapshots = snapshots
-        self.passivation = passivation
+        self.custody = kernels.custody
+        self.snapshots = kernels.snapshots
+        self.passivation = kernels.passivation
+        self.recovery = kernels.recovery
         self.replays = replays
         self.autonomy = autonomy
         self.disk = disk
         self.listing = listing
-        self.recovery = recovery
         # Whether a schedule still ticks to the session (it waits IDLE for that).
         self.waits = waits
         self.has_unread = has_unread

@@ -67,8 +67,7 @@ class Spills(LoggingConfigurable):
         self,
         shared: Shared,
         *,
-        run_silent: Callable[[LiveSession, str, float], Awaitable[CellResult]],
-        timeout: Callable[[], float],
+        run_silent: Callable[[LiveSession, str], Awaitable[CellResult]],
         **kwargs: Any,
     ) -> None:
         # Its own keyword arguments have the same names under both class names: only the
@@ -80,8 +79,8 @@ class Spills(LoggingConfigurable):
             self.log.warning(note)
         self.store = shared.store
         self.events = shared.events
+        # A cell of the daemon's own in the session's kernel, with the cell timeout.
         self.run_silent = run_silent
-        self.timeout = timeout
 
     # -- automatic spills -------------------------------------------------------------------------
     async def auto_spill(self, live: LiveSession, reason: str) -> list[dict[str, Any]]:
@@ -94,7 +93,7 @@ class Spills(LoggingConfigurable):
             "import prime_kernel.kernel.memory as __pm\n"
             f"__pm.auto_spill({self.spill_threshold})\ndel __pm"
         )
-        cell = await self.run_silent(live, code, self.timeout())
+        cell = await self.run_silent(live, code)
         report = observation.report(cell.outputs, cell.status, MARKER)
         if report is None or not (report.get("spilled") or report.get("failed")):
             return []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traitlets.config import Configurable
+from traitlets.config import Config, Configurable
 
 from prime_kernel.daemon.daemon import SERVICES, Daemon
 
@@ -15,3 +15,19 @@ def test_every_configurable_service_the_daemon_builds_is_listed(tmp_path: Path) 
     daemon = Daemon(root_dir=str(tmp_path))
     built = {type(v) for v in vars(daemon).values() if isinstance(v, Configurable)}
     assert built - {Daemon} and built <= set(SERVICES), built - set(SERVICES)
+
+
+def test_the_kernel_side_is_built_once_and_shared(tmp_path: Path) -> None:
+    # One custody, one set of snapshots, ...: the loop's host, the runs and the server's
+    # handlers (through the daemon's names) all hold the same ones, each reading its settings.
+    daemon = Daemon(
+        root_dir=str(tmp_path),
+        config=Config({"KernelCustody": {"cell_timeout": 7.0}, "Spills": {"snapshot_cap": 5}}),
+    )
+    host, runs = daemon.host, daemon.runs
+    assert host.custody is runs.custody is daemon.custody
+    assert host.snapshots is runs.snapshots is daemon.snapshots
+    assert host.passivation is runs.passivation is daemon.passivation
+    assert host.spills is daemon.spills and runs.recovery is daemon.recovery
+    assert daemon.custody.cell_timeout == 7.0 and daemon.spills.snapshot_cap == 5
+    assert daemon.snapshots.timeout() == 7.0 and daemon.snapshots.cap() == 5

@@ -15,6 +15,7 @@ from traitlets.config import Config
 
 from prime_kernel.daemon.answers import Answers
 from prime_kernel.daemon.host import Host
+from prime_kernel.daemon.kernel_side import KernelSide
 from prime_kernel.daemon.kernels import CellResult
 from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.daemon.session import Conversation, LiveSession
@@ -116,13 +117,16 @@ def make(
     host = Host(
         common,
         router=parts["router"],
-        custody=Fake(),
-        snapshots=Fake(),
-        passivation=parts["passivation"],
+        kernels=KernelSide(
+            custody=Fake(),  # type: ignore[arg-type]
+            snapshots=Fake(),  # type: ignore[arg-type]
+            spills=AsyncFalse(),  # type: ignore[arg-type]
+            passivation=parts["passivation"],
+            recovery=Fake(),  # type: ignore[arg-type]
+        ),
         mailbox=FakeMailbox(mail or []),
         goals=Fake(),
         autonomy=Fake(),
-        spills=AsyncFalse(),
         admission=Fake(resolve_model="fake/model"),
         harness=Fake(),
         learner=Fake(),

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from prime_kernel.daemon.answers import Answers
+from prime_kernel.daemon.kernel_side import KernelSide
 from prime_kernel.daemon.loop import AgentLoop, TurnLimitReached
 from prime_kernel.daemon.records import SessionRecord
 from prime_kernel.daemon.registry import SessionRegistry
@@ -124,14 +125,17 @@ class World:
             parts,
             host=self,  # type: ignore[arg-type]  # the fake loop's host
             slots=Slots(2),
-            custody=self.custody,  # type: ignore[arg-type]
-            snapshots=self.snapshots,  # type: ignore[arg-type]
-            passivation=FakePassivation(),  # type: ignore[arg-type]
+            kernels=KernelSide(
+                custody=self.custody,  # type: ignore[arg-type]
+                snapshots=self.snapshots,  # type: ignore[arg-type]
+                spills=Nothing(),  # type: ignore[arg-type]  # a run spills nothing itself
+                passivation=FakePassivation(),  # type: ignore[arg-type]
+                recovery=FakeRecovery(),  # type: ignore[arg-type]
+            ),
             replays=Nothing(),  # type: ignore[arg-type]
             autonomy=Nothing(),  # type: ignore[arg-type]
             disk=Nothing(),  # type: ignore[arg-type]
             listing=FakeListing(self.registry),  # type: ignore[arg-type]
-            recovery=FakeRecovery(),  # type: ignore[arg-type]
             waits=lambda sid: sid in ticking,
             has_unread=self.has_unread,
             answers=self.answers,

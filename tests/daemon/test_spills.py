@@ -30,7 +30,7 @@ class SilentCells:
         self.report, self.status = report, status
         self.codes: list[str] = []
 
-    async def __call__(self, live: LiveSession, code: str, timeout: float) -> CellResult:
+    async def __call__(self, live: LiveSession, code: str) -> CellResult:
         self.codes.append(code)
         text = "" if self.report is None else f"{MARKER}{json.dumps(self.report)}\n"
         outputs = [{"output_type": "stream", "name": "stdout", "text": text}]
@@ -38,9 +38,7 @@ class SilentCells:
 
 
 def make_spills(cells: SilentCells, events: FakeEvents, store: Any = None, **config: Any):
-    return Spills(
-        shared(store=store, events=events), run_silent=cells, timeout=lambda: 5.0, **config
-    )
+    return Spills(shared(store=store, events=events), run_silent=cells, **config)
 
 
 def live_agent(kind: SessionKind = SessionKind.AGENT) -> LiveSession:
