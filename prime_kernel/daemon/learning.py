@@ -13,6 +13,7 @@ session and the verifier. A second verdict that differs withdraws what the first
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +22,7 @@ from traitlets import Bool, Float, Int
 from traitlets.config import LoggingConfigurable
 
 from ..harness import Harness, proposals
-from ..harness.examples import Example
+from ..harness.examples import Example, context_digest, same_text
 from ..harness.learning import Cell, NotLearned, distill
 from ..protocol.errors import Conflict, InvalidRequest, NotFound, PrimeError
 from ..protocol.events import EventKind
@@ -133,6 +134,7 @@ class Learner(LoggingConfigurable):
                 verified_by=by,
                 model=record.model,
                 context_type=record.context_type,
+                context_digest=await asyncio.to_thread(self._context_digest, record),
                 note=self.scrub(note),
                 max_chars=self.max_example_chars,
             )
@@ -213,10 +215,31 @@ class Learner(LoggingConfigurable):
         """The worked examples and cautions a session's first prompt shows: `shown` worked
         examples (a model profile's count; None, or `examples_shown` 0: `examples_shown`), their
         code at most `max_chars` long."""
+        prompt = self.scrub(record.prompt)  # as a caution learned from it holds it
+
+        def same_task(caution: Example) -> bool:
+            # The text first: the input is read only for a caution on a task of the same words.
+            if not same_text(caution.task, prompt):
+                return False
+            digest = self._context_digest(record)
+            return digest == caution.context_digest and (
+                digest is not None or not record.context_blob
+            )
+
         return self.harness.recall(
             record.prompt,
             right=self.examples_shown if shown is None or not self.examples_shown else shown,
             wrong=self.cautions_shown,
             min_coverage=self.example_min_coverage,
             max_chars=max_chars,
+            same_task=same_task,
         )
+
+    def _context_digest(self, record: SessionRecord) -> str | None:
+        """Which `context` the session has (None: none, or its stored bytes are gone)."""
+        if not record.context_blob:
+            return None
+        try:
+            return context_digest(self.store.blob_path(record.context_blob).read_bytes())
+        except (OSError, ValueError):
+            return None

@@ -26,6 +26,7 @@ on the CPU.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
@@ -143,7 +144,12 @@ class Example:
     source: str
     # The type of the session's `context` ("str", "list", ...), if it had one.
     context_type: str | None = None
+    # Which `context` the session had (context_digest of its stored bytes), if it had one.
+    context_digest: str | None = None
     score: float = 0.0
+    # Recalled for this very task, its text and its context the same (a retry): only then is
+    # a caution's wrong answer worth saying (see caution).
+    same_task: bool = False
 
     @property
     def right(self) -> bool:
@@ -151,16 +157,35 @@ class Example:
 
     def caution(self) -> str:
         """What not to do, in a line (for the system prompt). Without the code: a small model
-        copies what it is shown, wrong code included."""
+        copies what it is shown, wrong code included.
+
+        Its wrong answer is said only to the very same task (Reflexion's memory of a trial is
+        the task's own). To another task it is that task's data, not a lesson: "How many people
+        live in Paris?" over other rows may well be the 3 "not to repeat", and the default
+        model, told not to repeat a sibling's answer, failed held-out tasks it had answered
+        right. Another task is told only the lesson a person wrote (ExpeL recalls insights,
+        and successes as examples), and is recalled none without one (Harness.recall)."""
         note = f" ({_clip(self.note, 200)})" if self.note else ""
-        return (
-            f"- A similar task, “{_clip(self.task, 160)}”, was answered {_clip(self.answer, 60)}: "
-            f"verified wrong{note}. Do not repeat that answer."
-        )
+        if self.same_task:
+            return (
+                f"- This task was answered {_clip(self.answer, 60)} before: verified "
+                f"wrong{note}. Do not repeat that answer."
+            )
+        task = _clip(self.task, 160)
+        return f"- A similar task, “{task}”, was answered wrong: {_clip(self.note, 200)}."
 
     def text(self) -> str:
         """The example as prompt text (for models that call tools: no example messages)."""
         return f"Task: {self.task}\n```python\n{self.code}\n```"
+
+
+def context_digest(data: bytes) -> str:
+    """What tells one `context` from another: the hash of its stored bytes (a pickle)."""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def same_text(a: str, b: str) -> bool:
+    return " ".join(a.split()) == " ".join(b.split())
 
 
 def _clip(text: str, n: int) -> str:
@@ -197,6 +222,7 @@ def from_entry(entry: Any, score: float = 0.0) -> Example:
         note=str(meta.get("note") or ""),
         source=str(meta.get("learned_from") or ""),
         context_type=str(meta["context_type"]) if meta.get("context_type") else None,
+        context_digest=str(meta["context_digest"]) if meta.get("context_digest") else None,
         score=score,
     )
 

@@ -379,6 +379,7 @@ def distill(
     verified_by: str,
     model: str | None = None,
     context_type: str | None = None,
+    context_digest: str | None = None,
     note: str = "",
     max_chars: int = 1500,
 ) -> dict[str, Any]:
@@ -438,6 +439,8 @@ def distill(
     }
     if context_type:
         metadata["context_type"] = context_type
+    if context_digest:  # which input: a caution's answer is said only to the same task on it
+        metadata["context_digest"] = context_digest
     if model:
         metadata["model"] = model
     if note:

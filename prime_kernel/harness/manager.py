@@ -8,6 +8,7 @@ files edited by hand (their hash differs from the last recorded version) on ever
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -483,11 +484,17 @@ class Harness(LoggingConfigurable):
         wrong: int,
         min_coverage: float,
         max_chars: int | None = None,
+        same_task: Callable[[examples.Example], bool] | None = None,
     ) -> builtins.list[examples.Example]:
         """At most `right` worked examples and `wrong` cautions (verified wrong answers) for a
         task, each matching at least `min_coverage` of its term weight, the most relevant first;
         a project example hides a global one of the same id. A worked example whose code is
-        longer than `max_chars` is passed over for the next (a caution shows no code)."""
+        longer than `max_chars` is passed over for the next (a caution shows no code).
+
+        A caution is recalled for the very task it was learned from (`same_task` says which
+        are: the same text and the same input), or for a similar one if a person wrote why it
+        was wrong; a checker's bare verdict on another task teaches this one nothing (see
+        Example.caution)."""
         want = {"right": right, "wrong": wrong}
         if not task or not any(want.values()):
             return []
@@ -506,6 +513,11 @@ class Harness(LoggingConfigurable):
             found = examples.from_entry(entry, score)
             if found.right and max_chars is not None and len(found.code) > max_chars:
                 continue
+            if not found.right:
+                same = same_task is not None and same_task(found)
+                if not same and not found.note:
+                    continue
+                found = dataclasses.replace(found, same_task=same)
             out.append(found)
             want[doc.outcome] -= 1
         return out

@@ -5,6 +5,7 @@ example's code may be, how many examples a prompt recalls and how alike they mus
 from __future__ import annotations
 
 import asyncio
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,15 @@ CELLS = [
 
 
 class FakeStore:
+    def __init__(self, blob_dir: Path | None = None) -> None:
+        self.blob_dir = blob_dir
+
     async def events(self, session_id: str, *, kinds: list[str]) -> list[dict[str, Any]]:
         return [{"kind": "cell", "data": cell} for cell in CELLS]
+
+    def blob_path(self, blob_id: str) -> Path:
+        assert self.blob_dir is not None
+        return self.blob_dir / f"{blob_id}.pkl"
 
 
 @pytest.fixture
@@ -104,3 +112,49 @@ def test_a_profile_asks_for_its_own_count_of_examples_within_its_length(
     assert len(learner(harness).recall(alike, shown=2)) == 2
     assert learner(harness, examples_shown=0).recall(alike, shown=2) == []  # none for any model
     assert learner(harness).recall(alike, shown=2, max_chars=20) == []
+
+
+def test_a_cautions_answer_is_said_to_the_same_task_on_the_same_context_only(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """A sibling asked in the very same words over other data is another task: the wrong answer
+    of one can be the right answer of the other (the learning benchmark's CSV variants)."""
+    blobs = tmp_path / "blobs"
+    blobs.mkdir()
+    for blob, rows in (("b1", "name,city\nAda,Paris\n"), ("b2", "name,city\nBen,Lyon\n")):
+        (blobs / f"{blob}.pkl").write_bytes(pickle.dumps(rows))
+    (blobs / "b3.pkl").write_bytes(pickle.dumps("name,city\nAda,Paris\n"))  # b1's data again
+    registry = SessionRegistry()
+    wrong = agent_record(
+        "s", prompt=TASK, state=SessionState.DONE, answer_repr="1", context_blob="b1"
+    )
+    registry.add(wrong, lambda sid, fields: None)
+    learning = Learner(
+        shared(registry, store=FakeStore(blobs), spawn=lambda coro, name: coro.close()),
+        harness=harness,
+        max_turns=lambda: 20,
+        scrub=lambda value: value,
+    )
+    learned = asyncio.run(learning.verify("s", correct=False))["learned"]
+    caution = harness.get("example", learned["entry"].split("/")[1])
+    assert len(caution.metadata["context_digest"]) == 16
+
+    def told(sid: str, **fields: Any) -> list[str]:
+        return [e.caution() for e in learning.recall(agent_record(sid, prompt=TASK, **fields))]
+
+    # A retry: the same words over the same data (stored again, as a new blob).
+    assert told("t", context_blob="b3") == [
+        "- This task was answered 1 before: verified wrong. Do not repeat that answer."
+    ]
+    assert told("u", context_blob="b2") == []  # other data: another task
+    assert told("v") == []  # no data at all
+    assert told("w", context_blob="gone") == []  # data that cannot be read: not known the same
+
+    # A task without data is the same task in the same words (it replaces the caution above).
+    bare = agent_record("x", prompt=TASK, state=SessionState.DONE, answer_repr="2")
+    registry.add(bare, lambda sid, fields: None)
+    asyncio.run(learning.verify("x", correct=False))
+    assert told("v") == [
+        "- This task was answered 2 before: verified wrong. Do not repeat that answer."
+    ]
+    assert told("t", context_blob="b3") == []

@@ -127,14 +127,20 @@ def recall(h: Harness, task: str, right: int = 1, wrong: int = 1) -> list[exampl
     return h.recall(task, right=right, wrong=wrong, min_coverage=0.5)
 
 
-def example(h: Harness, entry_id: str, task: str, body: str, outcome: str = "right") -> None:
+def example(
+    h: Harness, entry_id: str, task: str, body: str, outcome: str = "right", **meta: str
+) -> None:
     h.create(
         "example",
         entry_id,
         title=task,
         content=f"```python\n{body}\n```\n",
-        metadata={"task": task, "outcome": outcome, "answer": "1"},
+        metadata={"task": task, "outcome": outcome, "answer": "1", **meta},
     )
+
+
+# A person's lesson: what makes a caution worth showing to another task than its own.
+WHY = "the days between two dates do not count the first day"
 
 
 def test_recall_ranks_by_bm25_and_needs_coverage(harness: Harness):
@@ -146,6 +152,7 @@ def test_recall_ranks_by_bm25_and_needs_coverage(harness: Harness):
         "How many days are there between 2023-01-01 and 2023-02-01?",
         "c",
         "wrong",
+        note=WHY,
     )
     got = recall(harness, "How many days are there between 2022-05-10 and 2022-09-02?")
     assert [(e.id, e.outcome) for e in got] == [("days", "right"), ("days-wrong", "wrong")]
@@ -173,6 +180,7 @@ def test_recall_passes_over_a_worked_example_longer_than_max_chars(harness: Harn
         "How many days are there between 2021-01-01 and 2021-02-01?",
         long,
         "wrong",
+        note=WHY,
     )
     task = "How many days are there between 2022-05-10 and 2022-09-02?"
     assert [e.id for e in recall(harness, task)] == ["days-long", "days-wrong"]
@@ -181,6 +189,47 @@ def test_recall_passes_over_a_worked_example_longer_than_max_chars(harness: Harn
     assert sorted((e.id, e.code) for e in got) == [("days", "a"), ("days-wrong", long)]
     fits = harness.recall(task, right=1, wrong=0, min_coverage=0.5, max_chars=len(long))
     assert [e.id for e in fits] == ["days-long"]
+
+
+CSV = "context is CSV text with the columns name, city and age. How many people live in {}?"
+
+
+def test_a_cautions_wrong_answer_is_said_only_to_its_own_task(harness: Harness):
+    # The default model answered a training variant 3 (it counted only those over 45); a
+    # held-out variant, the same words over other rows, is 3. Told "do not repeat 3", it failed.
+    example(harness, "paris-wrong", CSV.format("Paris"), "answer(3)", "wrong", answer="3")
+    sibling = CSV.format("Lyon")
+    assert recall(harness, sibling) == []  # a checker's bare verdict teaches another task nothing
+    same = harness.recall(
+        CSV.format("Paris"), right=1, wrong=1, min_coverage=0.5, same_task=lambda e: True
+    )
+    assert [e.caution() for e in same] == [
+        "- This task was answered 3 before: verified wrong. Do not repeat that answer."
+    ]
+    # Its text alone does not make it the same task: `same_task` also compares the inputs.
+    other_rows = lambda e: False  # noqa: E731
+    assert (
+        harness.recall(
+            CSV.format("Paris"), right=1, wrong=1, min_coverage=0.5, same_task=other_rows
+        )
+        == []
+    )
+
+    # A person's lesson is worth telling a similar task; the answer, its own data, is not.
+    lesson = "count the people of the city, whatever their age"
+    example(
+        harness, "tours-wrong", CSV.format("Tours"), "answer(2)", "wrong", answer="2", note=lesson
+    )
+    [told] = recall(harness, sibling)
+    assert told.id == "tours-wrong" and not told.same_task
+    assert (
+        told.caution()
+        == f"- A similar task, “{CSV.format('Tours')}”, was answered wrong: {lesson}."
+    )
+    # (It ranks after the Paris one, which teaches this task nothing and gives it its place.)
+    assert [e.id for e in recall(harness, sibling, wrong=2)] == ["tours-wrong"]
+    example(harness, "lille", CSV.format("Lille"), "answer(1)")  # worked examples: as before
+    assert [e.id for e in recall(harness, sibling)] == ["lille", "tours-wrong"]
 
 
 def test_recall_follows_edits_by_hand_and_rollback(harness: Harness):
