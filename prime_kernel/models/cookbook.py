@@ -225,8 +225,7 @@ EXAMPLES: tuple[Example, ...] = (
     # counted with lines.count('WORD') (the lines that are exactly that word: 0), or kept the
     # first of a task's two conditions only.
     (
-        "context is a web server access log, one request per line. How many POST requests "
-        "came from the user kim?",
+        "context is a web server access log. How many POST requests came from the user kim?",
         "answer(sum(1 for line in context.splitlines() if 'POST' in line and 'kim' in line))",
     ),
     # files in the working folder

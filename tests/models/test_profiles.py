@@ -125,10 +125,11 @@ def test_closest_examples_match_the_task_kind() -> None:
 
 def test_a_count_over_a_texts_lines_is_shown_code_that_tests_each_line() -> None:
     """The default model counted log lines with lines.count('WORD') (only lines that are exactly
-    the word: 0) or kept one of two conditions; the nearest example tests every line for both."""
-    task = "context is a build log, one step per line. How many FAILED steps ran for the docs?"
-    _, code = cookbook.closest(task, 3, context=True)[-1]
-    assert "for line in context.splitlines()" in code and " and " in code
+    the word: 0) or kept one of two conditions; it is shown an example that tests every line
+    for both."""
+    task = "context is a build log. How many FAILED steps ran for the target docs?"
+    shown = cookbook.closest(task, 3, context=True)
+    (code,) = [c for _, c in shown if "for line in context.splitlines() if" in c and " and " in c]
     text = "10:01 POST /a kim\n10:02 GET /b kim\n10:03 POST /c ada\n10:04 POST /d kim\n"
     answers: list[object] = []
     exec(code, {"context": text, "answer": answers.append})
