@@ -221,6 +221,13 @@ EXAMPLES: tuple[Example, ...] = (
         "import csv\nrows = list(csv.DictReader(context.splitlines()))\n"
         "answer(sum(1 for r in rows if float(r['price']) > 20))",
     ),
+    # A count over a text's lines tests each line. Without this shape the default model
+    # counted with lines.count('WORD') (the lines that are exactly that word: 0), or kept the
+    # first of a task's two conditions only.
+    (
+        "context is a web server access log. How many POST requests came from the user kim?",
+        "answer(sum(1 for line in context.splitlines() if 'POST' in line and 'kim' in line))",
+    ),
     # files in the working folder
     (
         "What is the total of the 'amount' column in orders.csv?",

@@ -123,6 +123,19 @@ def test_closest_examples_match_the_task_kind() -> None:
     assert cookbook.closest("pears basket", 1, own) == [own[1]]
 
 
+def test_a_count_over_a_texts_lines_is_shown_code_that_tests_each_line() -> None:
+    """The default model counted log lines with lines.count('WORD') (only lines that are exactly
+    the word: 0) or kept one of two conditions; it is shown an example that tests every line
+    for both."""
+    task = "context is a build log. How many FAILED steps ran for the target docs?"
+    shown = cookbook.closest(task, 3, context=True)
+    (code,) = [c for _, c in shown if "for line in context.splitlines() if" in c and " and " in c]
+    text = "10:01 POST /a kim\n10:02 GET /b kim\n10:03 POST /c ada\n10:04 POST /d kim\n"
+    answers: list[object] = []
+    exec(code, {"context": text, "answer": answers.append})
+    assert answers == [2]  # the two POST lines from kim; lines.count('POST') would be 0
+
+
 def test_examples_never_hold_the_task_itself() -> None:
     """A copied example must give a visibly wrong answer: examples use their own numbers."""
     tasks = {t for t, _ in cookbook.EXAMPLES}
