@@ -8,6 +8,9 @@ kernels a person starts, this manager passes the link the extension gave the ser
 manager (`connect`), when the kernel's provisioner is the Prime one (any other would hand the
 unknown argument on to the process it starts).
 
+An agent kernel (the daemon's) starts with the manager's auto-restart off: the daemon decides
+what a death means for its session.
+
 And: jupyter_server's `ServerKernelManager` registers its event schemas on the server's event
 logger every time one is made, that is for every kernel started: each registration parses the
 schema's YAML and validates it (~7 ms) only to find it registered already. A fan-out of a
@@ -53,6 +56,12 @@ class PrimeServerKernelManager(ServerKernelManager):
         link = _links.get(self.parent)
         if link is not None and LINK not in kwargs and prime_provisioned(self.kernel_spec):
             kwargs[LINK] = link
+        given = kwargs.get(LINK)
+        if isinstance(given, KernelLink) and given.agent:
+            # The daemon watches its agent kernels itself and turns the silent auto-restart
+            # off as it adopts each (KernelLauncher.adopt): off from the start, the restarter
+            # (a configurable made, and a poll of the kernel every few seconds) never exists.
+            self.autorestart = False
         await super().start_kernel(*args, **kwargs)
 
     @default("event_logger")

@@ -51,6 +51,28 @@ def test_prime_kernels_people_start_get_the_daemons_link(
     assert start("prime-agent") == {}
 
 
+def test_only_agent_kernels_start_without_the_managers_auto_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    restarting: list[bool] = []
+
+    async def recorded(self: ServerKernelManager, *args: Any, **kwargs: Any) -> None:
+        restarting.append(self.autorestart)
+
+    monkeypatch.setattr(ServerKernelManager, "start_kernel", recorded)
+    server = AsyncMultiKernelManager()
+    person = KernelLink("u", TokenRegistry(), str(tmp_path), str(tmp_path), 1)
+    kernel_manager.connect(server, person)
+    try:
+        for link in ({}, {LINK: KernelLink("u", TokenRegistry(), "r", "s", 1, agent=True)}):
+            manager = PrimeServerKernelManager(parent=server, kernel_name="prime-agent")
+            asyncio.run(manager.start_kernel(**link))
+    finally:
+        kernel_manager.connect(server, None)
+    # A person's notebook kernel keeps jupyter_server's restarts; the daemon's kernel has none.
+    assert restarting == [True, False]
+
+
 class Derived(PrimeServerKernelManager):
     pass
 
