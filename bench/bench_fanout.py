@@ -16,8 +16,10 @@ One run measures, on this machine and at this load (printed with each phase):
   - child kernel ready with the pool exhausted: `KernelPool.start_kernel()` (launch + the
     kernel answering), p50 and p95; and `rlm()` -> the child RUNNING, seen from the calling
     cell, with pool size 0;
-  - `rlm.map` + `rlm.gather` of N trivial children (a scripted model whose first turn runs
-    `answer(1)`), wall time from the calling cell, for each N of --sizes; and the server
+  - `rlm.map` + `rlm.gather` of N trivial children, each one call to a model whose first turn
+    runs `answer(1)` (`--model mock`, the default: bench/mock_model.py over HTTP, in a process
+    of its own, as `openai/...`; `--model scripted`: the in-process `scripted` provider through
+    litellm), wall time from the calling cell, for each N of --sizes; and the server
     process's CPU time (all its threads) meanwhile, per child: what the daemon spends on a
     child, which moves far less with the machine's load than the wall time does;
   - memory of an idle child kernel: PSS (/proc/<pid>/smaps_rollup) of each kernel's processes
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -48,6 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from floors import kernel_start_floor
+from mock_model import Mock
 
 from prime_kernel.cli.headless import serve
 from prime_kernel.daemon.kernels import KernelRunner
@@ -135,9 +139,15 @@ async def state_ts(daemon: Any, sid: str, state: str) -> float:
     raise LookupError(f"{sid} never reached {state}")
 
 
-async def measure(app: Any, args: argparse.Namespace, gateway: Gateway | None) -> dict[str, Any]:
+async def measure(
+    app: Any, args: argparse.Namespace, gateway: Gateway | None, mock: Mock | None
+) -> dict[str, Any]:
     daemon = app.web_app.settings["prime_daemon"]
-    trivial = scripted.register_script("bench_trivial", [{"code": "answer(1)"}])
+    if mock is None:
+        trivial = scripted.register_script("bench_trivial", [{"code": "answer(1)"}])
+    else:
+        trivial = "openai/gpt-4o-mini"  # its first reply runs answer(1)
+        daemon.host.model_kwargs = {"api_base": mock.url}
     km = daemon.kernel_manager
     kid = await km.start_kernel(kernel_name="prime-agent")
     nb = KernelRunner(km, kid)
@@ -242,11 +252,18 @@ def worker(args: argparse.Namespace) -> None:
                 f"--KernelPlacement.gateway_url={gateway.url}",
                 f"--GatewayLauncher.auth_token={GATEWAY_TOKEN}",
             ]
+        mock = None
+        if args.model == "mock":
+            # A hosted model's setup: its key in the environment (the mock ignores it).
+            os.environ.setdefault("OPENAI_API_KEY", "sk-mock-key-for-the-benchmark")
+            mock = Mock(turns=1)
         try:
-            res = serve(root, argv, lambda app: measure(app, args, gateway))
+            res = serve(root, argv, lambda app: measure(app, args, gateway, mock))
         finally:
             if gateway is not None:
                 gateway.stop()
+            if mock is not None:
+                mock.close()
     print(json.dumps(res))
 
 
@@ -257,6 +274,12 @@ def main() -> None:
     parser.add_argument("--idle", type=int, default=10, help="idle kernels for the PSS")
     parser.add_argument("--sandbox", default="auto", choices=["auto", "bwrap", "none"])
     parser.add_argument("--launchers", default="fork,plain")
+    parser.add_argument(
+        "--model",
+        default="mock",
+        choices=["mock", "scripted"],
+        help="the children's model: a mock OpenAI-compatible server over HTTP, or `scripted`",
+    )
     parser.add_argument("--worker", choices=LAUNCHERS, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -274,6 +297,7 @@ def main() -> None:
     for launcher in args.launchers.split(","):
         print(f"load {load()}: {launcher}", file=sys.stderr)
         argv = [sys.executable, __file__, "--worker", launcher, "--sandbox", args.sandbox]
+        argv += ["--model", args.model]
         argv += ["--sizes", ",".join(map(str, args.sizes))]
         argv += ["--starts", str(args.starts), "--idle", str(args.idle)]
         done = subprocess.run(argv, capture_output=True, text=True)
@@ -294,6 +318,7 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
     print(
         f"floor: bare kernel start + wait_for_ready {floor * 1e3:.0f} ms (load {r['floor_load']})"
     )
+    print(f"children's model: {args.model}")
     for name in names:
         print(
             f"{name}: sandbox {r[name]['sandbox']}; load "

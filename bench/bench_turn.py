@@ -31,11 +31,9 @@ import cProfile
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from floors import ready_client
 from jupyter_client.manager import AsyncKernelManager
-from mock_model import turn_gaps
+from mock_model import Mock, turn_gaps
 
 from prime_kernel.cli.headless import serve, start_daemon
 from prime_kernel.protocol.requests import SessionRequest
@@ -61,25 +59,6 @@ def p95(xs: list[float]) -> float:
 
 def load() -> float:
     return os.getloadavg()[0]
-
-
-class Mock:
-    def __init__(self, turns: int) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(HERE / "mock_model.py"), "--turns", str(turns)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        self.url = self.proc.stdout.readline().strip()
-
-    def log(self) -> list[dict[str, Any]]:
-        with urllib.request.urlopen(self.url.rsplit("/v1", 1)[0] + "/log") as r:
-            return list(json.load(r)["log"])
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait()
 
 
 # -- floors ------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
     python bench/mock_model.py [--turns N] [--delay S]    # prints its base URL, then serves
 
-Every request is answered at once (after `--delay` seconds) with one turn of trivial code
+Every request is answered at once (after `--delay` seconds; as server-sent events when it asks
+to be streamed) with one turn of trivial code
 (`x = <turn>`): a `python` tool call when the request offers tools (Prime's loop), a fenced
 ```repl block when the model's name contains "rlms" (the RLM paper's library), a fenced
 ```python block otherwise. A
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -58,6 +61,21 @@ def reply(body: dict[str, Any], turns: int) -> dict[str, Any]:
     }
 
 
+def chunks(whole: dict[str, Any]) -> list[dict[str, Any]]:
+    """A reply as a provider streams it (`stream: true`): the message in one delta, the
+    finish reason, then the usage in a chunk of its own (`stream_options.include_usage`)."""
+    choice = whole["choices"][0]
+    delta = dict(choice["message"])
+    if "tool_calls" in delta:
+        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(delta["tool_calls"])]
+    head = {k: whole[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    return [
+        head | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        head | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+        head | {"choices": [], "usage": whole["usage"]},
+    ]
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
     # Headers and body go out in separate writes: without this, Nagle's algorithm holds the
@@ -92,7 +110,19 @@ class Handler(BaseHTTPRequestHandler):
             self.server.log.append({"t": arrived, "key": key, "turn": turn})
         if self.server.delay:
             time.sleep(self.server.delay)
-        self._send(reply(body, self.server.turns))
+        whole = reply(body, self.server.turns)
+        if body.get("stream"):
+            self._send_events(chunks(whole))
+        else:
+            self._send(whole)
+
+    def _send_events(self, events: list[dict[str, Any]]) -> None:
+        data = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 class MockServer(ThreadingHTTPServer):
@@ -116,6 +146,27 @@ def turn_gaps(log: list[dict[str, Any]]) -> list[float]:
             gaps.append(entry["t"] - before["t"])
         last[entry["key"]] = entry
     return gaps
+
+
+class Mock:
+    """This server in a process of its own, for a benchmark: its URL, its request log."""
+
+    def __init__(self, turns: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--turns", str(turns)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+
+    def log(self) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(self.url.rsplit("/v1", 1)[0] + "/log") as r:
+            return list(json.load(r)["log"])
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait()
 
 
 def main() -> None:
