@@ -97,14 +97,12 @@ def digest(session: dict[str, Any]) -> str:
 
 
 def _brief_prompt(
-    view: list[dict[str, Any]],
-    past: list[dict[str, Any]],
-    shown: list[dict[str, Any]],
-    instructions: str,
+    view: list[dict[str, Any]], shown: list[dict[str, Any]], instructions: str
 ) -> str:
-    """The brief refinement's user message: what changes least first (the harness, past
-    refinements), so that llama.cpp reuses the prompt read for the previous refinement as far
-    as it can; the instructions last."""
+    """The brief refinement's user message: the harness first (what changes least), so that
+    llama.cpp reuses the prompt it read for the previous refinement; the instructions last.
+    Past refinements are left out: shown them, the default model took a past refinement's id
+    for its edit's in 3 of 5 replies, and summed one up as its own proposal."""
     entries = []
     for e in view:
         if "broken" in e:
@@ -112,10 +110,8 @@ def _brief_prompt(
         elif "count" not in e:  # the learned examples' count: not editable here
             content = clip(" ".join(e["content"].split()), 240)  # on one line
             entries.append(f"- {e['kind']} {e['id']} (v{e['version']}): {e['title']} — {content}")
-    earlier = [f"- {r['id']} ({r['status']}): {'; '.join(r['edits']) or 'no edits'}" for r in past]
     parts = [
         "Harness entries:\n" + ("\n".join(entries) or "none"),
-        "Past refinements:\n" + ("\n".join(earlier) or "none"),
         "Evidence:\n" + ("\n\n".join(digest(e) for e in shown) or "none"),
         f"Instructions: {instructions}",
     ]
@@ -181,13 +177,13 @@ async def refine(
         | {"edits": [f"{e['op']} {e['kind']} {e['id']} ({e['status']})" for e in r["edits"]]}
         for r in harness.versions().refinements(limit=20)
         if r.get("model")  # refinements, not the proposals of learning and agents
-    ][: 3 if brief else 5]
+    ][:5]
     view = _harness_view(harness)
     asked = instructions or "Improve the harness from the evidence."
 
     def prompt(shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if brief:
-            system, user = SYSTEM_BRIEF, _brief_prompt(view, past, shown, asked)
+            system, user = SYSTEM_BRIEF, _brief_prompt(view, shown, asked)
         else:
             shape = (
                 SHAPE_CONSTRAINED

@@ -94,18 +94,19 @@ REPLY_SCHEMA: dict[str, Any] = {
 
 
 # The brief reply a small model is asked for (a profile's `brief_refinement`): one edit of
-# text — no files or metadata, the fields that make a reply long — its strings shorter than the
-# default model's own ran in bench/bench_refine.py (its one valid reply there took 228 tokens
-# for 1,019 characters, a third of them in rationale and expected outcome). On a CPU the reply
-# is the dearer part: every token of it is written one at a time. Every reply it allows
-# matches REPLY_SCHEMA.
+# text — no files or metadata, the fields that make a reply long — its strings short. On a CPU
+# the reply is the dearer part, every token written one at a time, and the default model fills
+# its strings to their bound: in bench/bench_refine.py its summary, rationale and reason ran to
+# their limits, and a reply of one edit took ~220 tokens at bounds of 120/160/120/80/400/120.
+# The note's content keeps the most room: it is the part that reaches later sessions. Every
+# reply it allows matches REPLY_SCHEMA.
 BRIEF_LENGTHS = {
-    "summary": 120,
-    "rationale": 160,
-    "expected_outcome": 120,
-    "title": 80,
+    "summary": 100,
+    "rationale": 100,
+    "expected_outcome": 80,
+    "title": 60,
     "content": 400,
-    "reason": 120,
+    "reason": 80,
 }
 BRIEF_EDITS = 1
 BRIEF_EVIDENCE = 2
