@@ -18,6 +18,7 @@ from traitlets.config import LoggingConfigurable
 
 from ..harness import Harness
 from ..harness import refine as rules
+from ..models.profiles import profile_for
 from ..models.router import ModelRouter
 from ..protocol.errors import PrimeError
 from ..protocol.events import EventKind
@@ -146,10 +147,13 @@ class Refiner(LoggingConfigurable):
                 on_progress(progress)
 
         async def complete(
-            model: str, messages: list[dict[str, Any]], response_format: dict[str, Any] | None
+            model: str,
+            messages: list[dict[str, Any]],
+            response_format: dict[str, Any] | None,
+            max_tokens: int,
         ) -> tuple[str, dict[str, Any]]:
             router.validate(model)
-            kwargs: dict[str, Any] = {**self.model_kwargs(), "max_tokens": self.refine_reply_tokens}
+            kwargs: dict[str, Any] = {**self.model_kwargs(), "max_tokens": max_tokens}
             if response_format is not None:
                 kwargs["response_format"] = response_format
             completion = await router.stream(model, messages, on_text, **kwargs)
@@ -182,6 +186,7 @@ class Refiner(LoggingConfigurable):
                 reply_tokens=self.refine_reply_tokens,
                 timeout=self.refine_timeout,
                 constrained=router.supports_response_schema(model),
+                brief=profile_for(model).brief_refinement,
                 fits=fits,
                 instructions=instructions,
                 author=author,

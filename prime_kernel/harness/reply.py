@@ -9,6 +9,7 @@ are all bounded, so the grammar, not the token limit, ends the reply.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
@@ -92,6 +93,37 @@ REPLY_SCHEMA: dict[str, Any] = {
 }
 
 
+# The brief reply a small model is asked for (a profile's `brief_refinement`): one edit of
+# text — no files or metadata, the fields that make a reply long — its strings short. On a CPU
+# the reply is the dearer part, every token written one at a time, and the default model fills
+# its strings to their bound: in bench/bench_refine.py its summary, rationale and reason ran to
+# their limits, and a reply of one edit took ~220 tokens at bounds of 120/160/120/80/400/120.
+# The note's content keeps the most room: it is the part that reaches later sessions. Every
+# reply it allows matches REPLY_SCHEMA.
+BRIEF_LENGTHS = {
+    "summary": 100,
+    "rationale": 100,
+    "expected_outcome": 80,
+    "title": 60,
+    "content": 400,
+    "reason": 80,
+}
+BRIEF_EDITS = 1
+BRIEF_EVIDENCE = 2
+
+
+def _brief(schema: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(schema)
+    top = out["properties"]
+    top["edits"]["maxItems"] = BRIEF_EDITS
+    edit = top["edits"]["items"]["properties"]
+    del edit["metadata"], edit["files"]
+    edit["evidence"]["maxItems"] = BRIEF_EVIDENCE
+    for name, most in BRIEF_LENGTHS.items():
+        (top if name in top else edit)[name]["maxLength"] = most
+    return out
+
+
 # Characters a reply token stands for, at the least, when sizing a grammar to a token budget
 # (JSON of English words runs about four; digits and punctuation fewer).
 CHARS_PER_TOKEN = 3
@@ -151,26 +183,34 @@ def _closed(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def constrained_schema(reply_tokens: int) -> dict[str, Any]:
-    """REPLY_SCHEMA tightened for decoding under a grammar: the longest reply it allows fits in
-    `reply_tokens`, so the grammar — not the token limit — ends it, and it always parses; and
-    only kinds and ids an edit may have. Every reply it allows matches REPLY_SCHEMA too."""
+def constrained_schema(reply_tokens: int, *, brief: bool = False) -> dict[str, Any]:
+    """REPLY_SCHEMA (or, `brief`, the small model's shorter reply) tightened for decoding under
+    a grammar: the longest reply it allows fits in `reply_tokens`, so the grammar — not the
+    token limit — ends it, and it always parses; and only kinds and ids an edit may have.
+    Every reply it allows matches REPLY_SCHEMA too."""
+    base = _brief(REPLY_SCHEMA) if brief else REPLY_SCHEMA
     budget = max(1, reply_tokens) * CHARS_PER_TOKEN
     low, high = 0.0, 1.0
-    if _longest(_scaled(REPLY_SCHEMA, high)) <= budget:
-        return _closed(_scaled(REPLY_SCHEMA, high))
+    if _longest(_scaled(base, high)) <= budget:
+        return _closed(_scaled(base, high))
     for _ in range(30):
         mid = (low + high) / 2
-        if _longest(_scaled(REPLY_SCHEMA, mid)) <= budget:
+        if _longest(_scaled(base, mid)) <= budget:
             low = mid
         else:
             high = mid
-    return _closed(_scaled(REPLY_SCHEMA, low))
+    return _closed(_scaled(base, low))
 
 
-def response_format(reply_tokens: int) -> dict[str, Any]:
+def tokens_needed(schema: dict[str, Any]) -> int:
+    """The reply tokens the longest reply `schema` allows may take: the request's max_tokens,
+    so that the limit never cuts a reply the grammar would still let grow."""
+    return -(-_longest(schema) // CHARS_PER_TOKEN)
+
+
+def response_format(reply_tokens: int, *, brief: bool = False) -> dict[str, Any]:
     """The OpenAI-style `response_format` that constrains a reply to the schema."""
-    schema = constrained_schema(reply_tokens)
+    schema = constrained_schema(reply_tokens, brief=brief)
     return {
         "type": "json_schema",
         "json_schema": {"name": "harness_refinement", "schema": schema, "strict": False},

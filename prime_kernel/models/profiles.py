@@ -96,6 +96,10 @@ class Profile:
     look: Callable[[str, bool], str] | None = None
     # Extra request fields for every model call.
     request: dict[str, Any] = field(default_factory=dict)
+    # Refinement shows this model a digest of each session (its task, outcome and last error)
+    # and asks it for a smaller reply (harness.refine.BRIEF): on a CPU every prompt token is
+    # read and every reply token written before the reply is any use.
+    brief_refinement: bool = False
 
     def request_kwargs(self, *, retry: bool) -> dict[str, Any]:
         kwargs = dict(self.request)
@@ -207,6 +211,7 @@ SMALL = Profile(
     max_turns=6,
     max_seconds=120.0,
     setup=SMALL_SETUP,
+    brief_refinement=True,
     give_up_hint=(
         # Read in the panel, the CLI and a cell alike: it names a model, not a flag of one.
         "{model} is a very small model for trying things out offline; for real work choose a "

@@ -1,7 +1,8 @@
 """The Refiner over fakes (no server, no kernel, no model): it reads its own settings
-(`c.Refiner.*`), asks the model it names with the reply budget it sets, shows the model only as
-much evidence as its prompt budget holds, stops a slow reply at its time limit, and starts
-automatic refinements on its triggers, one at a time, after a cool-down."""
+(`c.Refiner.*`), asks the model it names with the reply budget it sets, shows a small model a
+digest and asks it for a brief reply, puts what changes least first in the prompt, shows the
+model only as much evidence as its prompt budget holds, stops a slow reply at its time limit,
+and starts automatic refinements on its triggers, one at a time, after a cool-down."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from traitlets.config import Config
 from prime_kernel.daemon.refining import Refiner
 from prime_kernel.daemon.registry import SessionRegistry
 from prime_kernel.harness import Harness
+from prime_kernel.harness import refine as rules
+from prime_kernel.harness import reply as replies
 from prime_kernel.models.router import Completion
 from prime_kernel.protocol.events import EventKind
 from prime_kernel.protocol.states import SessionState
@@ -108,12 +111,66 @@ def test_a_refinement_asks_the_model_it_names_with_the_reply_budget_it_sets(
     assert record["status"] == "empty" and record["model"] == "local/small"
     assert record["evidence"] == ["s0", "s1"] and record["usage"]["cost"] == 0.01
     [(model, messages, kwargs)] = router.calls
-    assert model == "local/small"
-    assert kwargs["max_tokens"] == 300 and kwargs["temperature"] == 0.0
-    # A backend that decodes to a schema gets the grammar, sized to the reply's budget.
+    assert model == "local/small" and kwargs["temperature"] == 0.0
+    # A backend that decodes to a schema gets the grammar, sized to the reply's budget, and
+    # as many tokens as its longest reply needs.
     schema = kwargs["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["summary"]["maxLength"] < 300
+    assert kwargs["max_tokens"] == replies.tokens_needed(schema) <= 300
     assert "ZeroDivisionError" in messages[1]["content"] and made.running == []
+    # A backend without one: the budget as the limit, the schema pasted into the prompt.
+    hosted, _ = refiner(harness, router, 2, refine_model="hosted/big", refine_reply_tokens=300)
+    asyncio.run(hosted.refine())
+    _, messages, kwargs = router.calls[-1]
+    assert kwargs["max_tokens"] == 300 and "response_format" not in kwargs
+    assert '"maxLength"' in messages[0]["content"]
+
+
+def test_a_small_model_reads_a_digest_and_writes_a_brief_reply(harness: Harness) -> None:
+    """The embedded models' profiles ask for a brief refinement: each session as its digest
+    (task, outcome, last error and the code that raised it), no usage or ids of parents, and
+    a reply with fewer, shorter fields, its max_tokens what that reply needs."""
+    router = FakeRouter(EMPTY)
+    small, _ = refiner(harness, router, 2, refine_model="local/qwen2.5-coder-0.5b")
+    asyncio.run(small.refine(instructions="be brief"))
+    _, [system, user], kwargs = router.calls[-1]
+    assert system["content"] == rules.SYSTEM_BRIEF
+    text = user["content"]
+    assert "session s0: failed\ntask: p\nlast error (turn 1): ZeroDivisionError: xxx" in text
+    assert "in: # s0\n1/0" in text and "session s1: failed" in text
+    assert "usage" not in text and "parent_id" not in text
+    assert text.endswith("Instructions: be brief")
+    schema = kwargs["response_format"]["json_schema"]["schema"]
+    assert schema == replies.constrained_schema(small.refine_reply_tokens, brief=True)
+    assert kwargs["max_tokens"] == replies.tokens_needed(schema) < small.refine_reply_tokens
+    # A model with the default profile reads each session's whole record.
+    full, _ = refiner(harness, router, 2)
+    asyncio.run(full.refine(instructions="be brief"))
+    _, [system, user], kwargs = router.calls[-1]
+    assert system["content"] != rules.SYSTEM_BRIEF
+    shown = json.loads(user["content"])
+    assert list(shown) == ["harness", "past_refinements", "evidence", "instructions"]
+    assert shown["evidence"][0]["usage"] and kwargs["max_tokens"] == full.refine_reply_tokens
+
+
+def test_what_changes_least_comes_first_so_the_read_prompt_is_reused(harness: Harness) -> None:
+    """Two brief refinements over different sessions share their prompt up to the evidence:
+    llama.cpp reuses the prefix it read for the first. Past refinements are not in it (the
+    small model took their ids for its edits')."""
+    harness.create("note", "guard", title="Guard divisions", content="Check the divisor first.")
+    router = FakeRouter(EMPTY)
+    small, _ = refiner(harness, router, 4, refine_model="local/qwen2.5-coder-0.5b")
+    first_id = asyncio.run(small.refine(instructions="first", session_ids=["s0", "s1"]))["id"]
+    asyncio.run(small.refine(instructions="second", session_ids=["s2", "s3"]))
+    [(_, first, _), (_, second, _)] = router.calls
+    assert first[0] == second[0]
+    shared_head = (
+        "Harness entries:\n- note guard (v1): Guard divisions — Check the divisor first.\n\n"
+        "Evidence:\nsession s"
+    )
+    assert first[1]["content"].startswith(shared_head)
+    assert second[1]["content"].startswith(shared_head)
+    assert first_id not in second[1]["content"]
 
 
 def test_evidence_is_cut_to_the_sessions_and_the_prompt_the_settings_allow(

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from prime_kernel.daemon.daemon import Daemon
@@ -259,6 +258,41 @@ async def test_refine_from_the_repl_is_authored_by_the_session(daemon: Daemon, s
     assert done["usage"]["own"]["model_calls"] == 3
 
 
+def test_a_digest_keeps_what_an_edit_needs():
+    """A session in the few lines a small model reads: task, verdict or state, answer, the
+    last error and the code that raised it; a failure with no cell error says the session's."""
+    session = {
+        "session_id": "s1",
+        "parent_id": "s0",
+        "task": "Sum the second column of the CSV in context",
+        "model": "local/qwen2.5-coder-0.5b",
+        "state": "DONE",
+        "error": None,
+        "answer": "41",
+        "verified": {"correct": False, "by": "user", "note": "the header was summed too"},
+        "turns": 3,
+        "errors": [
+            {"turn": 1, "code": "open('a.csv')", "error": "FileNotFoundError: a.csv"},
+            {"turn": 2, "code": "int(row[1])", "error": "ValueError: invalid literal 'b'"},
+        ],
+        "usage": {"total_tokens": 900, "cost": 0.0, "model_calls": 3, "cells": 3},
+    }
+    assert refine.digest(session) == (
+        "session s1: verified wrong (the header was summed too)\n"
+        "task: Sum the second column of the CSV in context\n"
+        "answer: 41\n"
+        "last error (turn 2): ValueError: invalid literal 'b'\n"
+        "in: int(row[1])"
+    )
+    failed = {**session, "state": "FAILED", "verified": None, "answer": None, "errors": []}
+    assert refine.digest({**failed, "error": "max turns (6) reached"}) == (
+        "session s1: failed\ntask: Sum the second column of the CSV in context\n"
+        "last error: max turns (6) reached"
+    )
+    right = {**session, "verified": {"correct": True, "by": "checker"}, "errors": []}
+    assert refine.digest(right).splitlines()[0] == "session s1: verified right"
+
+
 def test_refine_command_parsing():
     assert refine.refine_command("/refine") == ""
     assert refine.refine_command("  /refine be terse ") == "be terse"
@@ -300,60 +334,6 @@ async def test_automatic_refinement_after_a_failure_respects_the_cool_down(daemo
     assert record["author"] == "auto" and record["evidence"][0] == sid
     await failed_session(daemon, script)  # within the cool-down: no second refinement
     assert len(h.versions().refinements()) == 1
-
-
-def test_every_string_and_array_of_the_reply_is_bounded():
-    """Under a grammar the bounds end the reply: nothing in it may grow without limit."""
-    unbounded: list[str] = []
-
-    def walk(schema: dict[str, Any], path: str) -> None:
-        kinds = schema.get("type")
-        kinds = kinds if isinstance(kinds, list) else [kinds]
-        if "string" in kinds and "maxLength" not in schema:
-            unbounded.append(path)
-        if "array" in kinds:
-            if "maxItems" not in schema:
-                unbounded.append(path)
-            walk(schema["items"], path + "[]")
-        if "object" in kinds:
-            for name, sub in (schema.get("properties") or {}).items():
-                walk(sub, f"{path}.{name}")
-            extra = schema.get("additionalProperties")
-            if isinstance(extra, dict):
-                if "maxProperties" not in schema:
-                    unbounded.append(path + ".*")
-                walk(extra, path + ".*")
-
-    walk(replies.REPLY_SCHEMA, "$")
-    assert unbounded == []
-    # Under a grammar the longest reply fits the reply's token budget: the grammar ends it.
-    for tokens in (300, 1200, 8000):
-        tight = replies.response_format(tokens)["json_schema"]["schema"]
-        walk(tight, "$")
-        assert unbounded == [] and "*" not in json.dumps(tight)
-        assert replies._longest(tight) <= tokens * replies.CHARS_PER_TOKEN or tokens == 300
-        most = {
-            "summary": "s" * tight["properties"]["summary"]["maxLength"],
-            "rationale": "",
-            "expected_outcome": "",
-            "edits": [
-                {
-                    "op": "create",
-                    "kind": "skill",
-                    "id": "x" * 8,
-                    "title": "t" * 3,
-                    "content": "c" * 8,
-                    "reason": "r" * 8,
-                }
-            ]
-            * tight["properties"]["edits"]["maxItems"],
-        }
-        jsonschema.validate(most, tight)
-        replies.parse_reply(json.dumps(most))  # what the grammar allows, the validator takes
-        # An edit without a title is not in the grammar: a skill would be refused for it.
-        del most["edits"][0]["title"]
-        with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(most, tight)
 
 
 async def test_a_slow_refinement_shows_progress_and_stops_at_its_time_limit(
@@ -435,7 +415,7 @@ async def test_the_prompt_leaves_the_reply_room_in_the_models_window(daemon: Dae
     daemon.refiner.refine_model = scripted.register_script(
         "small_window", [play], context_window=3000
     )
-    daemon.harness.refine_reply_tokens = 1200  # leaves room for some of the evidence, not all
+    daemon.refiner.refine_reply_tokens = 1200  # leaves room for some of the evidence, not all
     record = await daemon.refiner.refine(session_ids=sids)
     assert record["status"] == "empty"
     assert 0 < len(record["evidence"]) < len(sids)  # what the model was shown, no more
