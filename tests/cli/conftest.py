@@ -163,26 +163,34 @@ class Server:
     def __init__(self, cli: CLI, root: Path, *settings: str) -> None:
         self.token = secrets.token_hex(16)
         self.root = root
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jupyter_server",
-                f"--ServerApp.root_dir={root}",
-                "--ServerApp.ip=127.0.0.1",
-                "--ServerApp.port=0",
-                "--ServerApp.open_browser=False",
-                "--ServerApp.allow_root=True",
-                f"--IdentityProvider.token={self.token}",
-                "--ServerApp.jpserver_extensions={'prime_kernel': True}",
-                *settings,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=cli.env,
-        )
-        self.url = server_info(cli.runtime, self.process, 180)["url"]
-        self.get("models")  # the daemon answers once it has started
+        self.log = cli.runtime.parent / f"server-{self.token[:8]}.log"
+        with self.log.open("ab") as log:  # the child keeps its own copy of the handle
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "jupyter_server",
+                    f"--ServerApp.root_dir={root}",
+                    "--ServerApp.ip=127.0.0.1",
+                    "--ServerApp.port=0",
+                    "--ServerApp.open_browser=False",
+                    "--ServerApp.allow_root=True",
+                    f"--IdentityProvider.token={self.token}",
+                    "--ServerApp.jpserver_extensions={'prime_kernel': True}",
+                    *settings,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env=cli.env,
+            )
+        try:
+            self.url = server_info(cli.runtime, self.process, 180)["url"]
+            self.get("models")  # the daemon answers once it has started
+        except (AssertionError, OSError) as e:
+            # Why it did not come up is in its log (it may have exited): say it here.
+            tail = self.log.read_text(errors="replace")[-4000:]
+            state = self.process.poll()
+            raise AssertionError(f"the server did not come up ({e}; exit {state}):\n{tail}") from e
 
     def get(self, path: str) -> Any:
         req = urllib.request.Request(self.url + "api/prime/" + path)
