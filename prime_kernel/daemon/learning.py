@@ -216,14 +216,16 @@ class Learner(LoggingConfigurable):
         examples (a model profile's count; None, or `examples_shown` 0: `examples_shown`), their
         code at most `max_chars` long."""
         prompt = self.scrub(record.prompt)  # as a caution learned from it holds it
+        digest: list[str | None] = []  # this session's, read once, if a caution needs it
 
         def same_task(caution: Example) -> bool:
             # The text first: the input is read only for a caution on a task of the same words.
             if not same_text(caution.task, prompt):
                 return False
-            digest = self._context_digest(record)
-            return digest == caution.context_digest and (
-                digest is not None or not record.context_blob
+            if not digest:
+                digest.append(self._context_digest(record))
+            return digest[0] == caution.context_digest and (
+                digest[0] is not None or not record.context_blob
             )
 
         return self.harness.recall(
