@@ -115,6 +115,10 @@ class KernelCustody(LoggingConfigurable):
         self.pool: KernelPool | None = None
         # Ended roots whose kernels are kept for co-working, least recently ended first.
         self._kept: OrderedDict[str, asyncio.Task[None]] = OrderedDict()
+        # Kernel shutdowns under way: a cancelled caller does not stop them (they are
+        # shielded), so the daemon's stop waits for them — one left halfway keeps its
+        # client's sockets open, and their context then blocks forever when it is collected.
+        self._releasing: set[asyncio.Task[None]] = set()
 
     # -- the pool -------------------------------------------------------------------------
     def start(
@@ -139,6 +143,7 @@ class KernelCustody(LoggingConfigurable):
     async def close(self) -> None:
         if self.pool is not None:
             await self.pool.close()
+        await asyncio.gather(*self._releasing, return_exceptions=True)
 
     def alive(self, session_id: str) -> bool:
         """Whether the session holds a kernel now."""
@@ -210,7 +215,10 @@ class KernelCustody(LoggingConfigurable):
         self.store.forget_kernel(runner.kernel_id)
         # Shielded: a shutdown cancelled halfway leaves the kernel manager in a state it
         # cannot clean up.
-        await asyncio.shield(_shutdown(runner))
+        shutdown = asyncio.ensure_future(_shutdown(runner))
+        self._releasing.add(shutdown)
+        shutdown.add_done_callback(self._releasing.discard)
+        await asyncio.shield(shutdown)
 
     def kernel_ended(self, kernel_id: str) -> None:
         """A kernel was shut down outside the daemon (a person, in the Running panel): the

@@ -384,7 +384,7 @@ def check(weights: Weights, folder: Path | None = None) -> Check:
         return Check(True, f"sha256 verified ({sources[0]})", sources[0])
     return Check(
         True,
-        f"{note}sha256 of the {len(sources)} parts verified; the first load assembles them "
+        f"{note}sha256 verified over its {len(sources)} parts; the first load assembles them "
         f"into {cached}",
     )
 

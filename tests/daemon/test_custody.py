@@ -70,6 +70,9 @@ class FakePool:
     async def acquire(self) -> FakeRunner:
         return self.runners.pop(0)
 
+    async def close(self) -> None:
+        self.runners.clear()
+
 
 class FakeStore:
     def __init__(self) -> None:
@@ -232,6 +235,32 @@ def test_no_keeping_releases_at_once() -> None:
         h.custody.session_ended(live.record, live, SessionState.FAILED)
         await h.settle()
         assert launcher.shut == ["k1"] and not h.store.kernels
+
+    run(main())
+
+
+def test_close_waits_for_a_release_whose_caller_was_cancelled() -> None:
+    """A cancelled session's kernel is still being stopped (a hard stop takes a grace period)
+    when the server stops: the stop waits for it, so no client is left with open sockets."""
+
+    class SlowRunner(FakeRunner):
+        async def terminate(self, grace: float) -> None:
+            await asyncio.sleep(0.05)
+            self.busy = False
+
+    async def main() -> None:
+        h = Harness()
+        launcher = FakeLauncher()
+        runner = SlowRunner("k1", launcher)
+        h.pool(runner)
+        live = h.live("r")
+        await h.custody.attach(live)
+        runner.busy = True  # its cell ignores interrupts
+        releasing = asyncio.ensure_future(h.custody.release(live))
+        await asyncio.sleep(0)
+        releasing.cancel()
+        await h.custody.close()
+        assert runner.stopped and launcher.shut == ["k1"]
 
     run(main())
 
