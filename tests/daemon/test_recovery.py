@@ -150,7 +150,7 @@ def test_a_clean_stop_saves_and_releases_and_ends_the_notebooks(with_kernel: boo
 UNFINISHED = [SessionState.ADMITTED, SessionState.RUNNING, SessionState.IDLE]
 
 
-@pytest.mark.parametrize("state", sorted(UNFINISHED))
+@pytest.mark.parametrize("state", UNFINISHED)
 def test_an_unfinished_agent_waits_inactive_for_a_daemon(state: SessionState) -> None:
     found = unattended(agent_record("s1", state=state))
     assert found is not None
@@ -159,7 +159,7 @@ def test_an_unfinished_agent_waits_inactive_for_a_daemon(state: SessionState) ->
     assert "`prime-agent resume s1`" in why and "no server runs it" in why
 
 
-@pytest.mark.parametrize("state", sorted(UNFINISHED))
+@pytest.mark.parametrize("state", UNFINISHED)
 def test_a_notebooks_session_ended_with_its_kernel(state: SessionState) -> None:
     record = agent_record("nb", state=state, kind=SessionKind.NOTEBOOK)
     assert unattended(record) == (SessionState.DONE, NOTEBOOK_ENDED)
